@@ -1,0 +1,85 @@
+import { randomUUID } from 'node:crypto'
+import cookie from '@fastify/cookie'
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import { Redis } from 'ioredis'
+import type { Config } from './config.ts'
+import { type Database, openDatabase } from './db/client.ts'
+import { type Clock, systemClock } from './lib/clock.ts'
+import { loggerOptions } from './lib/logging.ts'
+import { ajvOptions, configureFormats } from './lib/validation.ts'
+import authRoutes from './modules/auth/auth.routes.ts'
+import healthRoutes from './modules/health/health.routes.ts'
+import bodyPlugin from './plugins/body.ts'
+import clockPlugin from './plugins/clock.ts'
+import corsPlugin from './plugins/cors.ts'
+import dbPlugin from './plugins/db.ts'
+import errorsPlugin from './plugins/errors.ts'
+import guardsPlugin from './plugins/guards.ts'
+import openapiPlugin from './plugins/openapi.ts'
+import rateLimitPlugin from './plugins/rate-limit.ts'
+import redisPlugin from './plugins/redis.ts'
+import sessionPlugin from './plugins/session.ts'
+
+/** What tests (or another host) may hand in instead of what the config describes. */
+export interface AppOverrides {
+  database?: Database
+  redis?: Redis | null
+  clock?: Clock
+  /** A pino-compatible logger instance, e.g. one writing to a stream a test reads. */
+  loggerInstance?: FastifyServerOptions['loggerInstance']
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
+/** The database the config names: PostgreSQL for DATABASE_URL, else PGlite under DATA_DIR. */
+export function openConfiguredDatabase(config: Config): Promise<Database> {
+  return openDatabase(config.databaseUrl ? { url: config.databaseUrl } : { dataDir: `${config.dataDir}/db` })
+}
+
+/** Builds the whole service: infrastructure plugins first, then every module, in one explicit list. */
+export async function buildApp(config: Config, overrides: AppOverrides = {}): Promise<FastifyInstance> {
+  const database = overrides.database ?? (await openConfiguredDatabase(config))
+  await database.migrate()
+  const redis =
+    overrides.redis !== undefined
+      ? overrides.redis
+      : config.redisUrl
+        ? new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 })
+        : null
+
+  const app = Fastify({
+    ...(overrides.loggerInstance
+      ? { loggerInstance: overrides.loggerInstance }
+      : { logger: loggerOptions(config.logLevel) }),
+    bodyLimit: 1024 * 1024,
+    routerOptions: { ignoreTrailingSlash: true },
+    // X-Request-Id from a proxy is kept when it is sane; otherwise each request gets a UUID.
+    genReqId: (req) => {
+      const header = req.headers['x-request-id']
+      return typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID()
+    },
+    requestIdLogLabel: 'request_id',
+    ajv: { customOptions: ajvOptions, plugins: [configureFormats] },
+  })
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+  })
+
+  await app.register(errorsPlugin)
+  await app.register(clockPlugin, { clock: overrides.clock ?? systemClock })
+  await app.register(dbPlugin, { database })
+  await app.register(redisPlugin, { redis })
+  await app.register(cookie)
+  await app.register(bodyPlugin)
+  await app.register(corsPlugin, { origins: config.frontendOrigins })
+  await app.register(rateLimitPlugin)
+  await app.register(sessionPlugin, { config })
+  await app.register(guardsPlugin)
+  await app.register(openapiPlugin, { appUrl: config.appUrl })
+
+  // Modules, in the order of the spec's endpoint sections.
+  await app.register(healthRoutes)
+  await app.register(authRoutes)
+
+  return app
+}

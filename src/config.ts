@@ -1,0 +1,130 @@
+import { randomBytes } from 'node:crypto'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { parse as parseDotenv } from 'dotenv'
+import { type Static, Type } from 'typebox'
+import { compileValidator } from './lib/validation.ts'
+
+/** The environment this service reads, as strings; every variable is documented in the README. */
+const Env = Type.Object({
+  NODE_ENV: Type.Optional(Type.String()),
+  PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
+  HOST: Type.Optional(Type.String({ minLength: 1 })),
+  APP_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$' })),
+  APP_KEY: Type.Optional(Type.String({ pattern: '^base64:[A-Za-z0-9+/]{43}=$' })),
+  DATA_DIR: Type.Optional(Type.String({ minLength: 1 })),
+  DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+  FRONTEND_URL: Type.Optional(Type.String()),
+  SESSION_LIFETIME: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
+  SESSION_SECURE_COOKIE: Type.Optional(Type.String({ pattern: '^(true|false|1|0|)$' })),
+  MAIL_URL: Type.Optional(Type.String({ pattern: '^smtps?://' })),
+  MAIL_FROM: Type.Optional(Type.String({ minLength: 3 })),
+  LOG_LEVEL: Type.Optional(Type.String({ pattern: '^(fatal|error|warn|info|debug|trace|silent)$' })),
+})
+type Env = Static<typeof Env>
+
+export interface Config {
+  readonly env: 'production' | 'development' | 'test'
+  readonly host: string
+  readonly port: number
+  readonly appUrl: string
+  readonly appKey: string
+  readonly dataDir: string
+  readonly databaseUrl: string | undefined
+  readonly redisUrl: string | undefined
+  readonly frontendOrigins: readonly string[]
+  readonly session: { readonly lifetimeMinutes: number; readonly secureCookie: boolean }
+  readonly mail: { readonly url: string | undefined; readonly from: string }
+  readonly logLevel: string
+}
+
+export class ConfigError extends Error {
+  readonly problems: string[]
+  constructor(problems: string[]) {
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`)
+    this.problems = problems
+  }
+}
+
+const checkEnv = compileValidator(Env)
+
+/** Reads `.env` (when present) under the process environment, which wins. */
+function readEnvironment(source: NodeJS.ProcessEnv, cwd: string): Record<string, string | undefined> {
+  const dotenvPath = join(cwd, '.env')
+  const fromFile = existsSync(dotenvPath) ? parseDotenv(readFileSync(dotenvPath)) : {}
+  return { ...fromFile, ...source }
+}
+
+function parseOrigins(value: string | undefined, problems: string[]): string[] {
+  if (!value) return []
+  const origins: string[] = []
+  for (const raw of value.split(',')) {
+    const item = raw.trim()
+    if (!item) continue
+    try {
+      const url = new URL(item)
+      if (url.origin === 'null') throw new Error('opaque')
+      origins.push(url.origin)
+    } catch {
+      problems.push(`FRONTEND_URL: "${item}" is not an http(s) origin such as https://app.example.com`)
+    }
+  }
+  return origins
+}
+
+/** APP_KEY outside production: generated once, then read back from DATA_DIR so sessions survive restarts. */
+function localAppKey(dataDir: string): string {
+  const file = join(dataDir, 'app-key')
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim()
+  mkdirSync(dataDir, { recursive: true })
+  const key = generateAppKey()
+  writeFileSync(file, `${key}\n`, { mode: 0o600 })
+  return key
+}
+
+/** The only reader of process.env: validates it and returns a frozen, typed Config. */
+export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
+  const raw = readEnvironment(source, cwd)
+  const picked: Record<string, string> = {}
+  for (const key of Object.keys(Env.properties)) {
+    const value = raw[key]
+    if (value !== undefined && value !== '') picked[key] = value
+  }
+  const problems = Object.entries(checkEnv(picked)).map(([key, messages]) => `${key}: ${messages[0]}`)
+  const env = picked as Env
+  const nodeEnv = env.NODE_ENV === 'production' || env.NODE_ENV === 'test' ? env.NODE_ENV : 'development'
+  const port = Number(env.PORT ?? 8000)
+  if (port < 0 || port > 65535) problems.push('PORT: must be a port number from 0 to 65535')
+  const frontendOrigins = parseOrigins(env.FRONTEND_URL, problems)
+  if (nodeEnv === 'production' && !env.APP_KEY) {
+    problems.push(
+      'APP_KEY: required when NODE_ENV=production (generate one with `npm run cli -- key:generate`)',
+    )
+  }
+  if (problems.length > 0) throw new ConfigError(problems)
+
+  const dataDir = resolve(cwd, env.DATA_DIR ?? 'storage')
+  return Object.freeze({
+    env: nodeEnv,
+    host: env.HOST ?? '127.0.0.1',
+    port,
+    appUrl: (env.APP_URL ?? `http://localhost:${port}`).replace(/\/+$/, ''),
+    appKey: env.APP_KEY ?? localAppKey(dataDir),
+    dataDir,
+    databaseUrl: env.DATABASE_URL,
+    redisUrl: env.REDIS_URL,
+    frontendOrigins: Object.freeze(frontendOrigins),
+    session: Object.freeze({
+      lifetimeMinutes: Number(env.SESSION_LIFETIME ?? 120),
+      secureCookie: env.SESSION_SECURE_COOKIE === 'true' || env.SESSION_SECURE_COOKIE === '1',
+    }),
+    mail: Object.freeze({ url: env.MAIL_URL, from: env.MAIL_FROM ?? 'Trading App <no-reply@localhost>' }),
+    logLevel: env.LOG_LEVEL ?? (nodeEnv === 'test' ? 'silent' : 'info'),
+  })
+}
+
+/** A fresh random APP_KEY in Laravel's `base64:` form. */
+export function generateAppKey(): string {
+  return `base64:${randomBytes(32).toString('base64')}`
+}

@@ -1,0 +1,27 @@
+import { bigint, index, integer, jsonb, pgTable, text, varchar } from 'drizzle-orm/pg-core'
+import { users } from './users.ts'
+
+/** What a session carries besides its user: the CSRF token, a pending two-factor login. */
+export interface SessionPayload {
+  csrfToken: string
+  pendingLogin?: { userId: number; remember: boolean }
+}
+
+/** Laravel's database session table; `id` holds the SHA-256 of the cookie value, never the value itself. */
+export const sessions = pgTable(
+  'sessions',
+  {
+    id: varchar('id', { length: 64 }).primaryKey(),
+    userId: bigint('user_id', { mode: 'number' }).references(() => users.id, { onDelete: 'cascade' }),
+    ipAddress: varchar('ip_address', { length: 45 }),
+    userAgent: text('user_agent'),
+    payload: jsonb('payload').$type<SessionPayload>().notNull(),
+    lastActivity: integer('last_activity').notNull(),
+  },
+  (t) => [
+    index('sessions_user_id_index').on(t.userId),
+    index('sessions_last_activity_index').on(t.lastActivity),
+  ],
+)
+
+export type SessionRow = typeof sessions.$inferSelect

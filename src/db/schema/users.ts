@@ -1,0 +1,25 @@
+import { sql } from 'drizzle-orm'
+import { bigint, boolean, pgTable, text, timestamp, uniqueIndex, varchar } from 'drizzle-orm/pg-core'
+
+export const users = pgTable(
+  'users',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedByDefaultAsIdentity(),
+    name: varchar('name', { length: 255 }).notNull(),
+    email: varchar('email', { length: 255 }).notNull(),
+    emailVerifiedAt: timestamp('email_verified_at', { withTimezone: true, precision: 6 }),
+    password: text('password').notNull(),
+    isAdmin: boolean('is_admin').notNull().default(false),
+    blockedAt: timestamp('blocked_at', { withTimezone: true, precision: 6 }),
+    twoFactorSecret: text('two_factor_secret'),
+    twoFactorRecoveryCodes: text('two_factor_recovery_codes'),
+    twoFactorConfirmedAt: timestamp('two_factor_confirmed_at', { withTimezone: true, precision: 6 }),
+    createdAt: timestamp('created_at', { withTimezone: true, precision: 6 }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true, precision: 6 }).notNull().defaultNow(),
+  },
+  // Emails are unique whatever their case.
+  (t) => [uniqueIndex('users_email_lower_unique').on(sql`lower(${t.email})`)],
+)
+
+export type UserRow = typeof users.$inferSelect
+export type NewUserRow = typeof users.$inferInsert

@@ -1,0 +1,139 @@
+import { Ajv, type ErrorObject, type Options } from 'ajv'
+import addFormats from 'ajv-formats'
+import type { TSchema } from 'typebox'
+
+export type FieldErrors = Record<string, string[]>
+
+/** Ajv settings shared by Fastify's route validation and by validators compiled here (CLI, config). */
+export const ajvOptions: Options = {
+  coerceTypes: 'array',
+  removeAdditional: 'all',
+  useDefaults: true,
+  allErrors: true,
+}
+
+export function configureFormats(ajv: Ajv): Ajv {
+  addFormats.default(ajv, ['email', 'uri', 'date-time', 'date', 'uuid', 'ipv4', 'ipv6'])
+  return ajv
+}
+
+const ajv = configureFormats(new Ajv(ajvOptions))
+
+/** Compiles a schema into a function answering Laravel-style field errors ({} when valid); may coerce in place. */
+export function compileValidator(schema: TSchema): (value: unknown) => FieldErrors {
+  const check = ajv.compile(schema)
+  return (value) => (check(value) ? {} : laravelFieldErrors(check.errors ?? []))
+}
+
+// Laravel's validation attribute: str_replace('_', ' ', Str::snake($key)).
+function attributeName(key: string): string {
+  return key
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .toLowerCase()
+    .replaceAll('_', ' ')
+}
+
+function pointerToKey(pointer: string): string {
+  return pointer
+    .split('/')
+    .slice(1)
+    .map((part) => part.replaceAll('~1', '/').replaceAll('~0', '~'))
+    .join('.')
+}
+
+const typeMessages: Record<string, string> = {
+  string: 'must be a string.',
+  integer: 'must be an integer.',
+  number: 'must be a number.',
+  boolean: 'must be true or false.',
+  object: 'must be an object.',
+  array: 'must be an array.',
+  null: 'must be null.',
+}
+
+const formatMessages: Record<string, string> = {
+  email: 'must be a valid email address.',
+  uri: 'must be a valid URL.',
+  'date-time': 'must be a valid date.',
+  date: 'must be a valid date.',
+  uuid: 'must be a valid UUID.',
+}
+
+function messageFor(error: ErrorObject, attribute: string): string {
+  const field = `The ${attribute} field`
+  const p = error.params as Record<string, unknown>
+  switch (error.keyword) {
+    case 'required':
+      return `${field} is required.`
+    case 'type': {
+      const type = String(p.type).split(',')[0] ?? ''
+      return `${field} ${typeMessages[type] ?? 'has the wrong type.'}`
+    }
+    case 'format':
+      return `${field} ${formatMessages[String(p.format)] ?? 'format is invalid.'}`
+    case 'pattern':
+      return `${field} format is invalid.`
+    case 'minLength':
+      // Laravel's `required` rejects an empty string; a one-character minimum is how schemas say required.
+      if (p.limit === 1) return `${field} is required.`
+      return `${field} must be at least ${p.limit} characters.`
+    case 'maxLength':
+      return `${field} must not be greater than ${p.limit} characters.`
+    case 'minimum':
+      return `${field} must be at least ${p.limit}.`
+    case 'maximum':
+      return `${field} must not be greater than ${p.limit}.`
+    case 'exclusiveMinimum':
+      return `${field} must be greater than ${p.limit}.`
+    case 'exclusiveMaximum':
+      return `${field} must be less than ${p.limit}.`
+    case 'minItems':
+      return `${field} must have at least ${p.limit} items.`
+    case 'maxItems':
+      return `${field} must not have more than ${p.limit} items.`
+    case 'minProperties':
+      return `${field} must have at least ${p.limit} entries.`
+    case 'maxProperties':
+      return `${field} must not have more than ${p.limit} entries.`
+    case 'enum':
+    case 'const':
+      return `The selected ${attribute} is invalid.`
+    case 'additionalProperties':
+      return `${field} is prohibited.`
+    default:
+      return `${field} is invalid.`
+  }
+}
+
+/**
+ * Ajv errors -> Laravel's `errors` bag: dotted keys (`items.0.name`), one message per rule, in order.
+ * `rootKey` names a value that failed as a whole (a JSON body that is not an object, say).
+ */
+export function laravelFieldErrors(errors: ErrorObject[], rootKey = 'body'): FieldErrors {
+  const bag: FieldErrors = {}
+  // A union reports every branch; the union's own error is the one a person can act on.
+  const inUnion = (e: ErrorObject) => /\/(anyOf|oneOf)\/\d+/.test(e.schemaPath)
+  for (const error of errors) {
+    if (inUnion(error) && errors.some((e) => e !== error && !inUnion(e))) continue
+    let key = pointerToKey(error.instancePath)
+    const p = error.params as Record<string, unknown>
+    if (error.keyword === 'required') key = key ? `${key}.${p.missingProperty}` : String(p.missingProperty)
+    if (error.keyword === 'additionalProperties')
+      key = key ? `${key}.${p.additionalProperty}` : String(p.additionalProperty)
+    if (!key) key = rootKey
+    const message = messageFor(error, attributeName(key))
+    const list = bag[key] ?? []
+    if (!list.includes(message)) list.push(message)
+    bag[key] = list
+  }
+  return bag
+}
+
+/** Laravel's ValidationException::summarize: the first message and how many more there are. */
+export function summarizeErrors(errors: FieldErrors): string {
+  const messages = Object.values(errors).flat()
+  const [first] = messages
+  if (first === undefined) return 'The given data was invalid.'
+  const more = messages.length - 1
+  return more === 0 ? first : `${first} (and ${more} more ${more === 1 ? 'error' : 'errors'})`
+}

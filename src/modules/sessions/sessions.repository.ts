@@ -1,0 +1,38 @@
+import { and, eq, lt, ne } from 'drizzle-orm'
+import type { Db } from '../../db/client.ts'
+import { type SessionPayload, type SessionRow, sessions } from '../../db/schema/index.ts'
+
+export function createSessionsRepository({ db }: { db: Db }) {
+  return {
+    async insert(row: SessionRow): Promise<void> {
+      await db.insert(sessions).values(row)
+    },
+
+    async findById(id: string): Promise<SessionRow | undefined> {
+      const [row] = await db.select().from(sessions).where(eq(sessions.id, id)).limit(1)
+      return row
+    },
+
+    async touch(id: string, lastActivity: number): Promise<void> {
+      await db.update(sessions).set({ lastActivity }).where(eq(sessions.id, id))
+    },
+
+    async updatePayload(id: string, payload: SessionPayload): Promise<void> {
+      await db.update(sessions).set({ payload }).where(eq(sessions.id, id))
+    },
+
+    async delete(id: string): Promise<void> {
+      await db.delete(sessions).where(eq(sessions.id, id))
+    },
+
+    /** Ends every session of a user, but the one named in `exceptId`. */
+    async deleteForUser(userId: number, exceptId?: string): Promise<void> {
+      const mine = eq(sessions.userId, userId)
+      await db.delete(sessions).where(exceptId ? and(mine, ne(sessions.id, exceptId)) : mine)
+    },
+
+    async deleteIdleSince(lastActivity: number): Promise<void> {
+      await db.delete(sessions).where(lt(sessions.lastActivity, lastActivity))
+    },
+  }
+}

@@ -1,0 +1,85 @@
+import { createHash, randomBytes } from 'node:crypto'
+import type { Db } from '../../db/client.ts'
+import type { SessionPayload, SessionRow } from '../../db/schema/index.ts'
+import { type Clock, unixSeconds } from '../../lib/clock.ts'
+import { createSessionsRepository } from './sessions.repository.ts'
+
+/** A session as the request holds it: `token` is the cookie value, `row.id` its SHA-256. */
+export interface ActiveSession {
+  token: string
+  row: SessionRow
+}
+
+// Writing last_activity on every request would make every read a write; a minute's precision is plenty.
+const TOUCH_AFTER_SECONDS = 60
+// Laravel's session lottery: about one start in fifty also deletes idle sessions.
+const GC_ODDS = 0.02
+
+const randomToken = () => randomBytes(30).toString('base64url')
+export const hashSessionToken = (token: string) => createHash('sha256').update(token).digest('hex')
+
+export function createSessionsService({
+  db,
+  clock,
+  lifetimeMinutes,
+}: {
+  db: Db
+  clock: Clock
+  lifetimeMinutes: number
+}) {
+  const repo = createSessionsRepository({ db })
+  const lifetimeSeconds = lifetimeMinutes * 60
+
+  return {
+    /** Starts a new session with a fresh id and CSRF token. */
+    async open(input: {
+      userId: number | null
+      ipAddress: string | null
+      userAgent: string | null
+      payload?: Omit<SessionPayload, 'csrfToken'>
+    }): Promise<ActiveSession> {
+      const token = randomToken()
+      const now = unixSeconds(clock)
+      const row: SessionRow = {
+        id: hashSessionToken(token),
+        userId: input.userId,
+        ipAddress: input.ipAddress?.slice(0, 45) ?? null,
+        userAgent: input.userAgent?.slice(0, 500) ?? null,
+        payload: { ...input.payload, csrfToken: randomToken() },
+        lastActivity: now,
+      }
+      await repo.insert(row)
+      if (Math.random() < GC_ODDS) await repo.deleteIdleSince(now - lifetimeSeconds)
+      return { token, row }
+    },
+
+    /** The live session for a cookie value, or undefined when unknown or idle past the lifetime. */
+    async resolve(token: string): Promise<ActiveSession | undefined> {
+      if (token.length === 0 || token.length > 100) return undefined
+      const row = await repo.findById(hashSessionToken(token))
+      if (!row) return undefined
+      const now = unixSeconds(clock)
+      if (row.lastActivity < now - lifetimeSeconds) {
+        await repo.delete(row.id)
+        return undefined
+      }
+      if (now - row.lastActivity >= TOUCH_AFTER_SECONDS) {
+        await repo.touch(row.id, now)
+        row.lastActivity = now
+      }
+      return { token, row }
+    },
+
+    async updatePayload(session: ActiveSession, payload: SessionPayload): Promise<void> {
+      await repo.updatePayload(session.row.id, payload)
+      session.row.payload = payload
+    },
+
+    destroy: (session: ActiveSession) => repo.delete(session.row.id),
+
+    /** Ends every session of a user (after a password reset, a block, a deletion), but `except`. */
+    destroyForUser: (userId: number, except?: ActiveSession) => repo.deleteForUser(userId, except?.row.id),
+  }
+}
+
+export type SessionsService = ReturnType<typeof createSessionsService>

@@ -1,0 +1,82 @@
+import { createHash, timingSafeEqual } from 'node:crypto'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import type { UserRow } from '../db/schema/index.ts'
+import { csrfMismatch, emailNotVerified, forbidden, unauthenticated } from '../lib/errors.ts'
+
+export type AuthGuard = 'session' | 'verified' | 'admin'
+
+/** Laravel's `throttle:` middleware: `max` attempts per `decaySeconds`, counted per `key(request)`. */
+export interface ThrottleRule {
+  name: string
+  max: number
+  decaySeconds: number
+  key(request: FastifyRequest): string
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Who may call the route: a signed-in user, one with a verified email, or an admin. */
+    auth?: AuthGuard
+    /** `false` exempts a mutation from the CSRF check (contact form, payment webhook). */
+    csrf?: false
+    throttle?: ThrottleRule
+  }
+}
+
+/** The user of a route guarded by `auth`; the guard has already answered 401 for anyone else. */
+export function signedInUser(request: FastifyRequest): UserRow {
+  if (!request.user) throw unauthenticated()
+  return request.user
+}
+
+const MUTATIONS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+
+function presentedCsrfToken(request: FastifyRequest): string | undefined {
+  const body = request.body as { _token?: unknown } | undefined
+  if (body && typeof body === 'object' && typeof body._token === 'string') return body._token
+  const header = request.headers['x-csrf-token']
+  if (typeof header === 'string') return header
+  const xsrf = request.headers['x-xsrf-token']
+  if (typeof xsrf !== 'string') return undefined
+  try {
+    return decodeURIComponent(xsrf)
+  } catch {
+    return undefined
+  }
+}
+
+// Hashing first gives equal lengths, so the comparison takes the same time whatever was sent.
+const digest = (value: string) => createHash('sha256').update(value).digest()
+const sameToken = (a: string, b: string) => timingSafeEqual(digest(a), digest(b))
+
+/**
+ * Route options become checks, in Laravel's middleware order: CSRF, then who the caller is, then the
+ * throttle. They run before schema validation, so a guest sending garbage gets 419/401, not 422.
+ */
+async function guardsPlugin(app: FastifyInstance) {
+  app.addHook('onRoute', (route) => {
+    // The OpenAPI document says which routes need the session cookie.
+    if (route.config?.auth && route.schema && !route.schema.security) {
+      route.schema.security = [{ sessionCookie: [] }]
+    }
+  })
+
+  app.addHook('preValidation', async (request: FastifyRequest, reply: FastifyReply) => {
+    if (request.is404) return
+    const { auth, csrf, throttle } = request.routeOptions.config
+    if (MUTATIONS.has(request.method) && csrf !== false) {
+      const expected = request.session?.row.payload.csrfToken
+      const presented = presentedCsrfToken(request)
+      if (!expected || !presented || !sameToken(expected, presented)) throw csrfMismatch()
+    }
+    if (auth) {
+      if (!request.user) throw unauthenticated()
+      if (auth === 'verified' && !request.user.emailVerifiedAt) throw emailNotVerified()
+      if (auth === 'admin' && !request.user.isAdmin) throw forbidden()
+    }
+    if (throttle) await app.rateLimiter.enforce(throttle, request, reply)
+  })
+}
+
+export default fp(guardsPlugin, { name: 'guards', dependencies: ['session', 'rate-limit'] })
