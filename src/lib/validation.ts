@@ -10,6 +10,8 @@ export const ajvOptions: Options = {
   removeAdditional: 'all',
   useDefaults: true,
   allErrors: true,
+  // Errors carry the value, so an empty string can be reported as missing, as Laravel's `required` does.
+  verbose: true,
 }
 
 export function configureFormats(ajv: Ajv): Ajv {
@@ -74,8 +76,8 @@ function messageFor(error: ErrorObject, attribute: string): string {
     case 'pattern':
       return `${field} format is invalid.`
     case 'minLength':
-      // Laravel's `required` rejects an empty string; a one-character minimum is how schemas say required.
-      if (p.limit === 1) return `${field} is required.`
+      // Laravel's `required` rejects an empty string before any length rule runs.
+      if (error.data === '') return `${field} is required.`
       return `${field} must be at least ${p.limit} characters.`
     case 'maxLength':
       return `${field} must not be greater than ${p.limit} characters.`

@@ -1,0 +1,107 @@
+import { randomBytes } from 'node:crypto'
+import { Redis } from 'ioredis'
+import { afterAll, describe, expect, it } from 'vitest'
+import { buildTestApp } from '../../../test/helpers/build-test-app.ts'
+import { TestClient } from '../../../test/helpers/client.ts'
+import { createTestClock } from '../../../test/helpers/clock.ts'
+import { createUser } from '../../../test/helpers/factories.ts'
+import { createMemoryRateLimitStore } from './memory.ts'
+import { createRedisRateLimitStore } from './redis.ts'
+import type { RateLimitStore } from './store.ts'
+
+const redisUrl = process.env.TEST_REDIS_URL
+const redisClients: Redis[] = []
+function redisClient(): Redis {
+  const client = new Redis(redisUrl ?? '', { keyPrefix: `test:${randomBytes(4).toString('hex')}:` })
+  redisClients.push(client)
+  return client
+}
+afterAll(async () => {
+  await Promise.all(redisClients.map((c) => c.quit()))
+})
+
+// One contract, every driver: the Redis one joins when the run has a Redis (CI's PostgreSQL+Redis run).
+const drivers: [string, (clock: ReturnType<typeof createTestClock>) => RateLimitStore][] = [
+  ['memory', (clock) => createMemoryRateLimitStore(clock)],
+  ...(redisUrl
+    ? [
+        ['redis', (clock) => createRedisRateLimitStore(redisClient(), clock)] as [
+          string,
+          typeof createMemoryRateLimitStore,
+        ],
+      ]
+    : []),
+]
+
+describe.each(drivers)('rate-limit store: %s', (_name, makeStore) => {
+  it('counts attempts per key within one window', async () => {
+    const store = makeStore(createTestClock())
+    expect((await store.hit('a', 60)).attempts).toBe(1)
+    expect((await store.hit('a', 60)).attempts).toBe(2)
+    expect((await store.hit('b', 60)).attempts).toBe(1)
+  })
+
+  it('answers when the window ends', async () => {
+    const clock = createTestClock()
+    const store = makeStore(clock)
+    const { resetAt } = await store.hit('w', 60)
+    const now = Math.floor(clock.now().getTime() / 1000)
+    expect(resetAt).toBeGreaterThanOrEqual(now + 59)
+    expect(resetAt).toBeLessThanOrEqual(now + 60)
+  })
+
+  it('forgets a cleared key', async () => {
+    const store = makeStore(createTestClock())
+    await store.hit('c', 60)
+    await store.clear('c')
+    expect((await store.hit('c', 60)).attempts).toBe(1)
+  })
+
+  it('counts concurrent hits exactly', async () => {
+    const store = makeStore(createTestClock())
+    const results = await Promise.all(Array.from({ length: 50 }, () => store.hit('burst', 60)))
+    expect(results.map((r) => r.attempts).sort((x, y) => x - y)).toEqual(
+      Array.from({ length: 50 }, (_, i) => i + 1),
+    )
+  })
+})
+
+describe('memory store windows', () => {
+  it('starts a new window once the old one has passed', async () => {
+    const clock = createTestClock()
+    const store = createMemoryRateLimitStore(clock)
+    await store.hit('k', 60)
+    await store.hit('k', 60)
+    clock.advance(60_000)
+    expect((await store.hit('k', 60)).attempts).toBe(1)
+  })
+})
+
+describe.each(redisUrl ? ['redis'] : [])('login throttle across instances (%s)', () => {
+  it('shares one window between two app instances', async () => {
+    const shared = `test:${randomBytes(4).toString('hex')}:`
+    const a = await buildTestApp({ redis: new Redis(redisUrl ?? '', { keyPrefix: shared }) })
+    const b = await buildTestApp({
+      redis: new Redis(redisUrl ?? '', { keyPrefix: shared }),
+      database: a.database,
+    })
+    try {
+      const { user } = await createUser(a.database.db)
+      for (const t of [a, b, a, b, a]) {
+        const res = await new TestClient(t.baseUrl).post('/api/login', {
+          email: user.email,
+          password: 'wrong-one',
+        })
+        expect(res.status).toBe(422)
+      }
+      const sixth = await new TestClient(b.baseUrl).post('/api/login', {
+        email: user.email,
+        password: 'wrong-one',
+      })
+      expect(sixth.status).toBe(429)
+    } finally {
+      await b.app.close().catch(() => {})
+      await a.close()
+    }
+  })
+})

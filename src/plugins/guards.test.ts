@@ -1,0 +1,134 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { buildTestApp, type TestApp } from '../../test/helpers/build-test-app.ts'
+import { TestClient } from '../../test/helpers/client.ts'
+import { signedInClient } from '../../test/helpers/factories.ts'
+
+let t: TestApp
+beforeAll(async () => {
+  t = await buildTestApp({
+    // Routes that exist only here, to exercise each guard the real routes will declare.
+    extend: (app) => {
+      app.get('/test/verified', { config: { auth: 'verified' } }, async () => ({ ok: true }))
+      app.get('/test/admin', { config: { auth: 'admin' } }, async () => ({ ok: true }))
+      app.post('/test/exempt', { config: { csrf: false } }, async () => ({ ok: true }))
+      app.post('/test/echo', async (request) => ({ body: request.body }))
+      app.route({
+        method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+        url: '/test/any',
+        handler: async () => ({}),
+      })
+    },
+  })
+})
+afterAll(() => t.close())
+
+const mismatch = { message: 'CSRF token mismatch.' }
+
+describe('CSRF', () => {
+  it('answers 419 to a mutation without a session', async () => {
+    const res = await new TestClient(t.baseUrl).post('/test/echo', { a: 1 }, { withoutCsrf: true })
+    expect(res.status).toBe(419)
+    expect(res.data).toEqual(mismatch)
+  })
+
+  it('answers 419 to a mutation with a session but no token, or a wrong one', async () => {
+    const client = new TestClient(t.baseUrl)
+    await client.csrf()
+    expect((await client.post('/test/echo', {}, { withoutCsrf: true })).status).toBe(419)
+    const wrong = await client.post(
+      '/test/echo',
+      {},
+      { withoutCsrf: true, headers: { 'x-xsrf-token': 'nope' } },
+    )
+    expect(wrong.status).toBe(419)
+    expect(wrong.data).toEqual(mismatch)
+  })
+
+  it("refuses another session's token", async () => {
+    const mine = new TestClient(t.baseUrl)
+    const theirs = new TestClient(t.baseUrl)
+    await mine.csrf()
+    await theirs.csrf()
+    const res = await mine.post(
+      '/test/echo',
+      {},
+      {
+        withoutCsrf: true,
+        headers: { 'x-xsrf-token': theirs.cookies.get('XSRF-TOKEN') ?? '' },
+      },
+    )
+    expect(res.status).toBe(419)
+  })
+
+  it('accepts the token as X-XSRF-TOKEN (URL-encoded), X-CSRF-TOKEN, or a _token field', async () => {
+    const client = new TestClient(t.baseUrl)
+    await client.csrf()
+    const token = client.cookies.get('XSRF-TOKEN') ?? ''
+    const viaXsrf = await client.post(
+      '/test/echo',
+      { a: 1 },
+      {
+        withoutCsrf: true,
+        headers: { 'x-xsrf-token': encodeURIComponent(token) },
+      },
+    )
+    expect(viaXsrf.status).toBe(200)
+    const viaHeader = await client.post(
+      '/test/echo',
+      { a: 2 },
+      { withoutCsrf: true, headers: { 'x-csrf-token': token } },
+    )
+    expect(viaHeader.status).toBe(200)
+    const viaField = await client.post('/test/echo', { _token: token }, { withoutCsrf: true })
+    expect(viaField.status).toBe(200)
+    const viaForm = await client.post('/test/echo', undefined, {
+      withoutCsrf: true,
+      raw: `_token=${encodeURIComponent(token)}&a=3`,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    })
+    expect(viaForm.status).toBe(200)
+    expect(viaForm.data.body.a).toBe('3')
+  })
+
+  it('checks every mutating method but not reads', async () => {
+    const client = new TestClient(t.baseUrl)
+    await client.csrf()
+    for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) {
+      expect((await client.request(method, '/test/any', undefined, { withoutCsrf: true })).status).toBe(419)
+      expect((await client.request(method, '/test/any')).status).toBe(200)
+    }
+    expect((await client.get('/test/any', { withoutCsrf: true })).status).toBe(200)
+  })
+
+  it('lets a route opt out with csrf: false', async () => {
+    const res = await new TestClient(t.baseUrl).post('/test/exempt', {}, { withoutCsrf: true })
+    expect(res.status).toBe(200)
+  })
+
+  it('checks CSRF before the session guard, as Laravel does', async () => {
+    const res = await new TestClient(t.baseUrl).post('/api/logout', undefined, { withoutCsrf: true })
+    expect(res.status).toBe(419)
+  })
+})
+
+describe('auth guards', () => {
+  it('verified: 401 for a guest, 403 for an unverified user, 200 once verified', async () => {
+    expect((await new TestClient(t.baseUrl).get('/test/verified')).status).toBe(401)
+    const unverified = await signedInClient(t)
+    const res = await unverified.client.get('/test/verified')
+    expect(res.status).toBe(403)
+    expect(res.data).toEqual({ message: 'Your email address is not verified.' })
+    const verified = await signedInClient(t, { verified: true })
+    expect((await verified.client.get('/test/verified')).status).toBe(200)
+  })
+
+  it('admin: 401 for a guest, 403 for a user, 200 for an admin', async () => {
+    expect((await new TestClient(t.baseUrl).get('/test/admin')).status).toBe(401)
+    const user = await signedInClient(t)
+    const res = await user.client.get('/test/admin')
+    expect(res.status).toBe(403)
+    expect(res.data).toEqual({ message: 'This action is unauthorized.' })
+    const admin = await signedInClient(t, { isAdmin: true })
+    expect((await admin.client.get('/test/admin')).status).toBe(200)
+  })
+})

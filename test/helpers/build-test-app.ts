@@ -1,0 +1,66 @@
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { FastifyInstance } from 'fastify'
+import type { Redis } from 'ioredis'
+import { type AppOverrides, buildApp } from '../../src/app.ts'
+import { type Config, loadConfig } from '../../src/config.ts'
+import type { Database } from '../../src/db/client.ts'
+import type { Clock } from '../../src/lib/clock.ts'
+import { createTestClock } from './clock.ts'
+import { openTestDatabase } from './test-database.ts'
+
+export const TEST_APP_KEY = 'base64:dGVzdC1hcHAta2V5LXRlc3QtYXBwLWtleS10ZXN0LWE='
+export const SPA_ORIGIN = 'http://spa.test:5173'
+
+export interface TestApp {
+  app: FastifyInstance
+  baseUrl: string
+  config: Config
+  database: Database
+  clock: Clock & { advance(ms: number): void }
+  close(): Promise<void>
+}
+
+export interface TestAppOptions {
+  env?: Record<string, string>
+  database?: Database
+  redis?: Redis | null
+  loggerInstance?: AppOverrides['loggerInstance']
+  /** Registers test-only routes (to exercise a guard or a failure) before the app starts listening. */
+  extend?: (app: FastifyInstance) => void | Promise<void>
+}
+
+/** Builds a test config: the same loader as production, fed a fixed environment. */
+export function testConfig(env: Record<string, string> = {}): Config {
+  const dataDir = mkdtempSync(join(tmpdir(), 'trading-api-test-'))
+  return loadConfig(
+    { NODE_ENV: 'test', APP_KEY: TEST_APP_KEY, DATA_DIR: dataDir, FRONTEND_URL: SPA_ORIGIN, ...env },
+    dataDir,
+  )
+}
+
+/** The whole app on a fresh database, listening on a loopback port, as the SPA would reach it. */
+export async function buildTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+  const config = testConfig(options.env)
+  const database = options.database ?? (await openTestDatabase())
+  const clock = createTestClock()
+  const app = await buildApp(config, {
+    database,
+    clock,
+    redis: options.redis ?? null,
+    loggerInstance: options.loggerInstance,
+  })
+  await options.extend?.(app)
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const address = app.server.address()
+  if (!address || typeof address === 'string') throw new Error('test app did not bind a port')
+  return {
+    app,
+    baseUrl: `http://127.0.0.1:${address.port}`,
+    config,
+    database,
+    clock,
+    close: () => app.close(),
+  }
+}

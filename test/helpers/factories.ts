@@ -1,0 +1,54 @@
+import { randomBytes } from 'node:crypto'
+import { eq } from 'drizzle-orm'
+import type { Db } from '../../src/db/client.ts'
+import { type UserRow, users } from '../../src/db/schema/index.ts'
+import { systemClock } from '../../src/lib/clock.ts'
+import { createUsersService } from '../../src/modules/users/users.service.ts'
+import type { TestApp } from './build-test-app.ts'
+import { TestClient } from './client.ts'
+
+export interface UserOverrides {
+  name?: string
+  email?: string
+  password?: string
+  isAdmin?: boolean
+  verified?: boolean
+  blocked?: boolean
+}
+
+export const uniqueEmail = (prefix = 'user') => `${prefix}-${randomBytes(5).toString('hex')}@example.com`
+
+/** A user in the database (through the same service the app uses) with a known password. */
+export async function createUser(
+  db: Db,
+  overrides: UserOverrides = {},
+): Promise<{ user: UserRow; password: string }> {
+  const password = overrides.password ?? 'correct horse battery'
+  let user = await createUsersService({ db, clock: systemClock }).create({
+    name: overrides.name ?? 'Test Trader',
+    email: overrides.email ?? uniqueEmail(),
+    password,
+    isAdmin: overrides.isAdmin,
+    verified: overrides.verified,
+  })
+  if (overrides.blocked) {
+    ;[user] = (await db
+      .update(users)
+      .set({ blockedAt: new Date() })
+      .where(eq(users.id, user.id))
+      .returning()) as [UserRow]
+  }
+  return { user, password }
+}
+
+/** A client signed in as a new (or given) user through POST /api/login, as the app signs in. */
+export async function signedInClient(
+  t: TestApp,
+  overrides: UserOverrides = {},
+): Promise<{ client: TestClient; user: UserRow; password: string }> {
+  const { user, password } = await createUser(t.database.db, overrides)
+  const client = new TestClient(t.baseUrl)
+  const res = await client.post('/api/login', { email: user.email, password })
+  if (res.status !== 200) throw new Error(`login failed: ${res.status} ${res.text}`)
+  return { client, user, password }
+}
