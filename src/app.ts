@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import cookie from '@fastify/cookie'
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
 import { Redis } from 'ioredis'
 import type { Config } from './config.ts'
 import { type Database, openDatabase } from './db/client.ts'
@@ -8,13 +8,20 @@ import { type Clock, systemClock } from './lib/clock.ts'
 import { loggerOptions } from './lib/logging.ts'
 import { ajvOptions, configureFormats } from './lib/validation.ts'
 import authRoutes from './modules/auth/auth.routes.ts'
+import emailVerificationRoutes from './modules/email-verification/email-verification.routes.ts'
 import healthRoutes from './modules/health/health.routes.ts'
+import knowledgeBaseRoutes from './modules/knowledge-base/knowledge-base.routes.ts'
+import passwordResetRoutes from './modules/password-reset/password-reset.routes.ts'
+import profileRoutes from './modules/profile/profile.routes.ts'
+import twoFactorRoutes from './modules/two-factor/two-factor.routes.ts'
+import userDataRoutes from './modules/user-data/user-data.routes.ts'
 import bodyPlugin from './plugins/body.ts'
 import clockPlugin from './plugins/clock.ts'
 import corsPlugin from './plugins/cors.ts'
 import dbPlugin from './plugins/db.ts'
 import errorsPlugin from './plugins/errors.ts'
 import guardsPlugin from './plugins/guards.ts'
+import mailerPlugin from './plugins/mailer.ts'
 import openapiPlugin from './plugins/openapi.ts'
 import rateLimitPlugin from './plugins/rate-limit.ts'
 import redisPlugin from './plugins/redis.ts'
@@ -27,6 +34,8 @@ export interface AppOverrides {
   clock?: Clock
   /** A pino-compatible logger instance, e.g. one writing to a stream a test reads. */
   loggerInstance?: FastifyServerOptions['loggerInstance']
+  /** The folder of knowledge base articles synced at start (default: content/knowledge-base/). */
+  knowledgeBaseDir?: string
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
@@ -58,7 +67,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       const header = req.headers['x-request-id']
       return typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID()
     },
-    requestIdLogLabel: 'request_id',
+    logController: new LogController({ requestIdLogLabel: 'request_id' }),
     ajv: { customOptions: ajvOptions, plugins: [configureFormats] },
   })
   app.addHook('onSend', async (request, reply) => {
@@ -69,6 +78,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   await app.register(clockPlugin, { clock: overrides.clock ?? systemClock })
   await app.register(dbPlugin, { database })
   await app.register(redisPlugin, { redis })
+  await app.register(mailerPlugin, { config })
   await app.register(cookie)
   await app.register(bodyPlugin)
   await app.register(corsPlugin, { origins: config.frontendOrigins })
@@ -79,7 +89,13 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
 
   // Modules, in the order of the spec's endpoint sections.
   await app.register(healthRoutes)
-  await app.register(authRoutes)
+  await app.register(authRoutes, { config })
+  await app.register(passwordResetRoutes, { config })
+  await app.register(emailVerificationRoutes, { config })
+  await app.register(twoFactorRoutes, { config })
+  await app.register(profileRoutes, { config })
+  await app.register(userDataRoutes)
+  await app.register(knowledgeBaseRoutes, { contentDir: overrides.knowledgeBaseDir })
 
   return app
 }

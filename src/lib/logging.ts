@@ -1,9 +1,31 @@
 import type { FastifyServerOptions } from 'fastify'
+import { stdSerializers } from 'pino'
 
 // Query parameters whose values are secrets (signed links, reset tokens) are masked in logged URLs.
 const SECRET_QUERY = /([?&](?:token|signature|password|code|secret)=)[^&]*/gi
 
 export const redactUrl = (url: string) => url.replace(SECRET_QUERY, '$1[REDACTED]')
+
+/**
+ * pino's error serializer, minus the values Drizzle binds into a failed query: DrizzleQueryError
+ * repeats them (tokens, password hashes, emails) in its message, stack and `params`; the SQL stays.
+ */
+export function serializeError(error: Error) {
+  const bound: string[] = []
+  let current: unknown = error
+  for (let depth = 0; current instanceof Error && depth < 10; depth++) {
+    if ('query' in current && 'params' in current) bound.push(`\nparams: ${String(current.params)}`)
+    current = current.cause
+  }
+  const serialized = stdSerializers.err(error)
+  if (bound.length === 0) return serialized
+  const scrub = (text: string) =>
+    bound.reduce((out, values) => out.split(values).join('\nparams: [REDACTED]'), text)
+  serialized.message = scrub(serialized.message)
+  serialized.stack = scrub(serialized.stack)
+  if ('params' in serialized) serialized.params = '[REDACTED]'
+  return serialized
+}
 
 /** pino settings: request id on every line, and no cookie, token, password or session id ever written. */
 export function loggerOptions(level: string): FastifyServerOptions['logger'] {
@@ -25,6 +47,7 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
       censor: '[REDACTED]',
     },
     serializers: {
+      err: serializeError,
       req: (req: { method: string; url: string; ip?: string; headers: Record<string, unknown> }) => ({
         method: req.method,
         url: redactUrl(req.url),

@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type Options } from 'ajv'
 import addFormats from 'ajv-formats'
 import type { TSchema } from 'typebox'
+import { isCountryCode, isTimeZone } from './locale.ts'
 
 export type FieldErrors = Record<string, string[]>
 
@@ -16,6 +17,8 @@ export const ajvOptions: Options = {
 
 export function configureFormats(ajv: Ajv): Ajv {
   addFormats.default(ajv, ['email', 'uri', 'date-time', 'date', 'uuid', 'ipv4', 'ipv6'])
+  ajv.addFormat('timezone', { type: 'string', validate: isTimeZone })
+  ajv.addFormat('country-code', { type: 'string', validate: isCountryCode })
   return ajv
 }
 
@@ -59,6 +62,8 @@ const formatMessages: Record<string, string> = {
   'date-time': 'must be a valid date.',
   date: 'must be a valid date.',
   uuid: 'must be a valid UUID.',
+  timezone: 'must be a valid timezone.',
+  'country-code': 'must be a valid ISO 3166-1 alpha-2 country code.',
 }
 
 function messageFor(error: ErrorObject, attribute: string): string {
@@ -115,8 +120,16 @@ export function laravelFieldErrors(errors: ErrorObject[], rootKey = 'body'): Fie
   const bag: FieldErrors = {}
   // A union reports every branch; the union's own error is the one a person can act on.
   const inUnion = (e: ErrorObject) => /\/(anyOf|oneOf)\/\d+/.test(e.schemaPath)
+  // A nullable field (`T | null`) is the exception: T's own errors say what is wrong, as Laravel's
+  // `nullable` rules do ("must be a valid timezone", not "is invalid").
+  const isNullBranch = (e: ErrorObject) =>
+    inUnion(e) && e.keyword === 'type' && (e.params as { type?: unknown }).type === 'null'
+  const nullableUnions = errors.filter(isNullBranch).map((e) => e.schemaPath.replace(/\/\d+\/type$/, ''))
+  const inNullableUnion = (e: ErrorObject) =>
+    nullableUnions.some((path) => e.schemaPath.startsWith(`${path}/`))
   for (const error of errors) {
-    if (inUnion(error) && errors.some((e) => e !== error && !inUnion(e))) continue
+    if (isNullBranch(error) || nullableUnions.includes(error.schemaPath)) continue
+    if (inUnion(error) && !inNullableUnion(error) && errors.some((e) => e !== error && !inUnion(e))) continue
     let key = pointerToKey(error.instancePath)
     const p = error.params as Record<string, unknown>
     if (error.keyword === 'required') key = key ? `${key}.${p.missingProperty}` : String(p.missingProperty)

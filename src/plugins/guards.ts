@@ -14,7 +14,24 @@ export interface ThrottleRule {
   key(request: FastifyRequest): string
 }
 
+/** One method of one registered route, with the guard options it declared. */
+export interface RouteTableEntry {
+  readonly method: string
+  /** The full path as registered, parameters as `:name` (e.g. `/api/trades/:id`). */
+  readonly url: string
+  readonly auth: AuthGuard | null
+  /** `false` only where the route opted out of the CSRF check; reads are never checked anyway. */
+  readonly csrf: boolean
+}
+
 declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * Every route registered after the guards plugin (all of the app's), one entry per method,
+     * including the HEAD twin Fastify adds to each GET. Contract tests walk it.
+     */
+    readonly routeTable: readonly RouteTableEntry[]
+  }
   interface FastifyContextConfig {
     /** Who may call the route: a signed-in user, one with a verified email, or an admin. */
     auth?: AuthGuard
@@ -55,7 +72,21 @@ const sameToken = (a: string, b: string) => timingSafeEqual(digest(a), digest(b)
  * throttle. They run before schema validation, so a guest sending garbage gets 419/401, not 422.
  */
 async function guardsPlugin(app: FastifyInstance) {
+  const routeTable: RouteTableEntry[] = []
+  app.decorate('routeTable', routeTable as readonly RouteTableEntry[])
+
   app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method]
+    for (const method of methods) {
+      routeTable.push(
+        Object.freeze({
+          method: method.toUpperCase(),
+          url: route.url,
+          auth: route.config?.auth ?? null,
+          csrf: route.config?.csrf !== false,
+        }),
+      )
+    }
     // The OpenAPI document says which routes need the session cookie.
     if (route.config?.auth && route.schema && !route.schema.security) {
       route.schema.security = [{ sessionCookie: [] }]

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.ts'
-import type { UserRow } from '../db/schema/index.ts'
+import type { SessionPayload, UserRow } from '../db/schema/index.ts'
 import { type ActiveSession, createSessionsService } from '../modules/sessions/sessions.service.ts'
 import { createUsersService } from '../modules/users/users.service.ts'
 
@@ -16,6 +16,13 @@ export interface SessionControl {
   signIn(request: FastifyRequest, user: UserRow): Promise<void>
   /** Ends the session and opens a fresh guest one, so the app can sign in again without a new CSRF call. */
   signOut(request: FastifyRequest): Promise<void>
+  /**
+   * Replaces the session with a fresh guest one (new id and CSRF token) carrying `payload`, e.g. a
+   * login waiting for its second factor; whoever was signed in on the old one is signed out.
+   */
+  restartAsGuest(request: FastifyRequest, payload: Omit<SessionPayload, 'csrfToken'>): Promise<void>
+  /** Ends every session of a user (password reset, block, deletion), but the request's own when given. */
+  endSessionsOf(userId: number, except?: FastifyRequest): Promise<void>
 }
 
 declare module 'fastify' {
@@ -57,6 +64,14 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
       if (request.session) await sessions.destroy(request.session)
       request.session = await sessions.open({ userId: null, ...clientInfo(request) })
       request.user = null
+    },
+    async restartAsGuest(request, payload) {
+      if (request.session) await sessions.destroy(request.session)
+      request.session = await sessions.open({ userId: null, ...clientInfo(request), payload })
+      request.user = null
+    },
+    async endSessionsOf(userId, except) {
+      await sessions.destroyForUser(userId, except?.session ?? undefined)
     },
   }
 

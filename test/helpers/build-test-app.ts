@@ -27,6 +27,8 @@ export interface TestAppOptions {
   database?: Database
   redis?: Redis | null
   loggerInstance?: AppOverrides['loggerInstance']
+  /** A folder of knowledge base articles to sync at start instead of content/knowledge-base/. */
+  knowledgeBaseDir?: string
   /** Registers test-only routes (to exercise a guard or a failure) before the app starts listening. */
   extend?: (app: FastifyInstance) => void | Promise<void>
 }
@@ -50,6 +52,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     clock,
     redis: options.redis ?? null,
     loggerInstance: options.loggerInstance,
+    knowledgeBaseDir: options.knowledgeBaseDir,
   })
   await options.extend?.(app)
   await app.listen({ host: '127.0.0.1', port: 0 })

@@ -2,6 +2,35 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { type Database, openDatabase } from '../../src/db/client.ts'
 
+export interface ServerDatabase {
+  /** The connection URL of the new database. */
+  url: string
+  /** Drops the database, closing whatever connections are still open on it. */
+  drop(): Promise<void>
+}
+
+/** A brand-new, empty (unmigrated) database on the PostgreSQL server at serverUrl. */
+export async function createServerDatabase(serverUrl: string): Promise<ServerDatabase> {
+  const name = `test_${process.pid}_${randomBytes(4).toString('hex')}`
+  await onServer(serverUrl, `create database ${name}`)
+  const url = new URL(serverUrl)
+  url.pathname = `/${name}`
+  return {
+    url: url.toString(),
+    drop: () => onServer(serverUrl, `drop database if exists ${name} with (force)`),
+  }
+}
+
+async function onServer(serverUrl: string, statement: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: serverUrl })
+  await admin.connect()
+  try {
+    await admin.query(statement)
+  } finally {
+    await admin.end()
+  }
+}
+
 /**
  * A migrated, empty database for one test file: in-memory PGlite by default, or a brand-new
  * database on the PostgreSQL server of TEST_DATABASE_URL, dropped again on close.
@@ -13,23 +42,14 @@ export async function openTestDatabase(): Promise<Database> {
     await database.migrate()
     return database
   }
-  const name = `test_${process.pid}_${randomBytes(4).toString('hex')}`
-  const admin = new pg.Client({ connectionString: serverUrl })
-  await admin.connect()
-  await admin.query(`create database ${name}`)
-  await admin.end()
-  const url = new URL(serverUrl)
-  url.pathname = `/${name}`
-  const database = await openDatabase({ url: url.toString() })
+  const server = await createServerDatabase(serverUrl)
+  const database = await openDatabase({ url: server.url })
   await database.migrate()
   return {
     ...database,
     close: async () => {
       await database.close()
-      const dropper = new pg.Client({ connectionString: serverUrl })
-      await dropper.connect()
-      await dropper.query(`drop database if exists ${name} with (force)`)
-      await dropper.end()
+      await server.drop()
     },
   }
 }

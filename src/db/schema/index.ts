@@ -1,2 +1,5 @@
+export * from './knowledge-base.ts'
+export * from './password-reset-tokens.ts'
 export * from './sessions.ts'
+export * from './user-data.ts'
 export * from './users.ts'

@@ -4,7 +4,8 @@ import { users } from './users.ts'
 /** What a session carries besides its user: the CSRF token, a pending two-factor login. */
 export interface SessionPayload {
   csrfToken: string
-  pendingLogin?: { userId: number; remember: boolean }
+  /** A right password awaiting its second factor; `startedAt` (unix seconds) lets it expire. */
+  pendingLogin?: { userId: number; remember: boolean; startedAt: number }
 }
 
 /** Laravel's database session table; `id` holds the SHA-256 of the cookie value, never the value itself. */

@@ -14,6 +14,12 @@ export const users = pgTable(
     twoFactorSecret: text('two_factor_secret'),
     twoFactorRecoveryCodes: text('two_factor_recovery_codes'),
     twoFactorConfirmedAt: timestamp('two_factor_confirmed_at', { withTimezone: true, precision: 6 }),
+    // The last TOTP time step accepted, so one code cannot sign in twice (Fortify caches the same).
+    twoFactorLastStep: bigint('two_factor_last_step', { mode: 'number' }),
+    profilePhotoPath: text('profile_photo_path'),
+    phone: varchar('phone', { length: 32 }),
+    timezone: varchar('timezone', { length: 64 }),
+    country: varchar('country', { length: 2 }),
     createdAt: timestamp('created_at', { withTimezone: true, precision: 6 }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true, precision: 6 }).notNull().defaultNow(),
   },

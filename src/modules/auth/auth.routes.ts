@@ -1,8 +1,10 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
+import type { Config } from '../../config.ts'
 import { commonErrorResponses } from '../../lib/http-schemas.ts'
 import { signedInUser, type ThrottleRule } from '../../plugins/guards.ts'
+import { createEmailVerificationService } from '../email-verification/email-verification.service.ts'
 import { presentUser } from '../users/users.presenters.ts'
 import { UserResponse } from '../users/users.schemas.ts'
 import { createUsersService } from '../users/users.service.ts'
@@ -23,10 +25,11 @@ const loginThrottle: ThrottleRule = {
 const NoContent = { 204: Type.Null({ description: 'No Content' }) }
 
 /** Sign-up, sign-in, sign-out and the CSRF cookie: Sanctum's and Fortify's routes, under the spec's paths. */
-export default async function authRoutes(fastify: FastifyInstance) {
+export default async function authRoutes(fastify: FastifyInstance, { config }: { config: Config }) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   const users = createUsersService({ db: app.db, clock: app.clock })
-  const auth = createAuthService({ users })
+  const verification = createEmailVerificationService({ config, clock: app.clock, mailer: app.mailer, users })
+  const auth = createAuthService({ users, clock: app.clock })
   const tags = ['auth']
 
   app.get('/guard/csrf-cookie', { schema: { tags, response: NoContent } }, async (request, reply) => {
@@ -40,7 +43,9 @@ export default async function authRoutes(fastify: FastifyInstance) {
     async (request, reply) => {
       const user = await auth.register(request.body)
       await app.sessionControl.signIn(request, user)
-      return reply.code(201).send(presentUser(user))
+      // Laravel's Registered event: the verification link goes out after the answer.
+      verification.sendLink(user)
+      return reply.code(201).send(presentUser(user, { appUrl: config.appUrl }))
     },
   )
 
@@ -52,6 +57,12 @@ export default async function authRoutes(fastify: FastifyInstance) {
     },
     async (request) => {
       const user = await auth.attemptLogin(request.body)
+      const pendingLogin = auth.pendingTwoFactorLogin(user, request.body.remember ?? false)
+      if (pendingLogin) {
+        // A fresh guest session holds it, so a planted session cookie cannot be used for the challenge.
+        await app.sessionControl.restartAsGuest(request, { pendingLogin })
+        return { two_factor: true }
+      }
       await app.sessionControl.signIn(request, user)
       return { two_factor: false }
     },
@@ -72,6 +83,6 @@ export default async function authRoutes(fastify: FastifyInstance) {
       config: { auth: 'session' },
       schema: { tags, response: { 200: UserResponse, ...commonErrorResponses } },
     },
-    async (request) => presentUser(signedInUser(request)),
+    async (request) => presentUser(signedInUser(request), { appUrl: config.appUrl }),
   )
 }

@@ -1,9 +1,11 @@
 import type { UserRow } from '../../db/schema/index.ts'
+import { type Clock, unixSeconds } from '../../lib/clock.ts'
 import { ValidationError } from '../../lib/errors.ts'
+import { type PendingLogin, twoFactorRequired } from '../two-factor/two-factor.service.ts'
 import type { UsersService } from '../users/users.service.ts'
 import type { LoginBody, RegisterBody } from './auth.schemas.ts'
 
-export function createAuthService({ users }: { users: UsersService }) {
+export function createAuthService({ users, clock }: { users: UsersService; clock: Clock }) {
   return {
     /** Creates the account; `password_confirmation`, when sent, must match (Laravel's `confirmed`). */
     async register(input: RegisterBody): Promise<UserRow> {
@@ -29,6 +31,15 @@ export function createAuthService({ users }: { users: UsersService }) {
         })
       }
       return user
+    },
+
+    /**
+     * Fortify's RedirectIfTwoFactorAuthenticatable: a user with 2FA on is not signed in by the
+     * password alone; the session keeps this pending login until the challenge is passed.
+     */
+    pendingTwoFactorLogin(user: UserRow, remember: boolean): PendingLogin | undefined {
+      if (!twoFactorRequired(user)) return undefined
+      return { userId: user.id, remember, startedAt: unixSeconds(clock) }
     },
   }
 }

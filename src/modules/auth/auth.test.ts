@@ -15,6 +15,7 @@ afterAll(() => t.close())
 
 const userKeys = [
   'available_credits',
+  'country',
   'created_at',
   'credits_available_for_automation',
   'email',
@@ -23,6 +24,9 @@ const userKeys = [
   'id',
   'is_admin',
   'name',
+  'phone',
+  'profile_photo_url',
+  'timezone',
   'two_factor_enabled',
   'updated_at',
 ]
@@ -157,6 +161,29 @@ describe('POST /api/register', () => {
       // JSON null reads as empty, as Laravel's ConvertEmptyStringsToNull makes "" and null one thing.
       password: ['The password field is required.'],
     })
+  })
+
+  it('trims input as Laravel does: a blank name is missing, spaces around an email are dropped', async () => {
+    const email = uniqueEmail('trim')
+    const blank = await new TestClient(t.baseUrl).post('/api/register', {
+      name: '   ',
+      email: `  ${email}  `,
+      password: ' spaced password ',
+    })
+    expect(blank.status).toBe(422)
+    expect(blank.data.errors).toEqual({ name: ['The name field is required.'] })
+    const client = new TestClient(t.baseUrl)
+    const created = await client.post('/api/register', {
+      name: '  Ada  ',
+      email: `  ${email}  `,
+      password: ' spaced password ',
+    })
+    expect(created.status).toBe(201)
+    expect(created.data).toMatchObject({ name: 'Ada', email })
+    // Passwords are kept as typed, spaces included.
+    await client.post('/api/logout')
+    expect((await client.post('/api/login', { email, password: 'spaced password' })).status).toBe(422)
+    expect((await client.post('/api/login', { email, password: ' spaced password ' })).status).toBe(200)
   })
 
   it('treats emails as unique whatever their case, and stores nothing on failure', async () => {

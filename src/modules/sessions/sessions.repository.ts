@@ -1,4 +1,4 @@
-import { and, eq, lt, ne } from 'drizzle-orm'
+import { and, desc, eq, gte, lt, ne } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { type SessionPayload, type SessionRow, sessions } from '../../db/schema/index.ts'
 
@@ -29,6 +29,15 @@ export function createSessionsRepository({ db }: { db: Db }) {
     async deleteForUser(userId: number, exceptId?: string): Promise<void> {
       const mine = eq(sessions.userId, userId)
       await db.delete(sessions).where(exceptId ? and(mine, ne(sessions.id, exceptId)) : mine)
+    },
+
+    /** A user's sessions active since `lastActivity`, the most recently active first. */
+    async findForUser(userId: number, lastActivity: number): Promise<SessionRow[]> {
+      return db
+        .select()
+        .from(sessions)
+        .where(and(eq(sessions.userId, userId), gte(sessions.lastActivity, lastActivity)))
+        .orderBy(desc(sessions.lastActivity))
     },
 
     async deleteIdleSince(lastActivity: number): Promise<void> {

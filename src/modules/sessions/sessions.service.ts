@@ -75,6 +75,9 @@ export function createSessionsService({
       session.row.payload = payload
     },
 
+    /** The user's live sessions (idle ones past the lifetime left out), the most recently active first. */
+    listForUser: (userId: number) => repo.findForUser(userId, unixSeconds(clock) - lifetimeSeconds),
+
     destroy: (session: ActiveSession) => repo.delete(session.row.id),
 
     /** Ends every session of a user (after a password reset, a block, a deletion), but `except`. */

@@ -1,5 +1,5 @@
 import type { UserRow } from '../../db/schema/index.ts'
-import { laravelDate } from '../../lib/laravel.ts'
+import { laravelDate, publicStorageUrl } from '../../lib/laravel.ts'
 import type { UserResponse } from './users.schemas.ts'
 
 export interface CreditSummary {
@@ -15,8 +15,17 @@ const noCredits: CreditSummary = {
   credits_available_for_automation: 0,
 }
 
+export interface PresentUserOptions {
+  /** APP_URL, the base of the profile photo's public URL. */
+  appUrl: string
+  credits?: CreditSummary
+}
+
 /** A user row as the app sees it: an allow-list, so secrets (password, 2FA) can never leak by addition. */
-export function presentUser(user: UserRow, credits: CreditSummary = noCredits): UserResponse {
+export function presentUser(
+  user: UserRow,
+  { appUrl, credits = noCredits }: PresentUserOptions,
+): UserResponse {
   return {
     id: user.id,
     name: user.name,
@@ -24,6 +33,10 @@ export function presentUser(user: UserRow, credits: CreditSummary = noCredits): 
     email_verified_at: laravelDate(user.emailVerifiedAt),
     is_admin: user.isAdmin,
     two_factor_enabled: user.twoFactorConfirmedAt !== null,
+    profile_photo_url: user.profilePhotoPath ? publicStorageUrl(appUrl, user.profilePhotoPath) : null,
+    phone: user.phone,
+    timezone: user.timezone,
+    country: user.country,
     ...credits,
     created_at: laravelDate(user.createdAt),
     updated_at: laravelDate(user.updatedAt),

@@ -1,4 +1,4 @@
-import { eq, sql } from 'drizzle-orm'
+import { and, eq, isNull, lt, or, sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { type NewUserRow, type UserRow, users } from '../../db/schema/index.ts'
 
@@ -33,6 +33,80 @@ export function createUsersRepository({ db }: { db: Db }) {
         if (isUniqueViolation(error)) return undefined
         throw error
       }
+    },
+
+    /** Changes the given columns; answers the updated row (undefined when the user is gone). */
+    async update(id: number, values: Partial<NewUserRow>): Promise<UserRow | undefined> {
+      const [row] = await db.update(users).set(values).where(eq(users.id, id)).returning()
+      return row
+    },
+
+    /**
+     * Records a TOTP time step as used, only when it is later than the last one used: answers false
+     * when it was not, so two requests racing with one code cannot both pass.
+     */
+    async claimTwoFactorStep(id: number, step: number): Promise<boolean> {
+      const rows = await db
+        .update(users)
+        .set({ twoFactorLastStep: step })
+        .where(and(eq(users.id, id), or(isNull(users.twoFactorLastStep), lt(users.twoFactorLastStep, step))))
+        .returning({ id: users.id })
+      return rows.length > 0
+    },
+
+    /** Replaces the recovery codes only if they are still `expected` (compare-and-set: each code works once). */
+    async replaceRecoveryCodes(id: number, expected: string, next: string, now: Date): Promise<boolean> {
+      const rows = await db
+        .update(users)
+        .set({ twoFactorRecoveryCodes: next, updatedAt: now })
+        .where(and(eq(users.id, id), eq(users.twoFactorRecoveryCodes, expected)))
+        .returning({ id: users.id })
+      return rows.length > 0
+    },
+
+    /** Like `update`, but answers 'email-taken' when the new email clashes with another user's (any case). */
+    async updateUnlessEmailTaken(
+      id: number,
+      values: Partial<NewUserRow>,
+    ): Promise<UserRow | 'email-taken' | undefined> {
+      try {
+        const [row] = await db.update(users).set(values).where(eq(users.id, id)).returning()
+        return row
+      } catch (error) {
+        if (isUniqueViolation(error)) return 'email-taken'
+        throw error
+      }
+    },
+
+    /**
+     * Sets the profile photo path and answers the one it replaces, under a row lock so two uploads
+     * racing cannot both see the same old file (and leave one new file orphaned).
+     */
+    async swapProfilePhotoPath(
+      id: number,
+      path: string | null,
+      now: Date,
+    ): Promise<{ user: UserRow; previous: string | null } | undefined> {
+      return db.transaction(async (tx) => {
+        const [current] = await tx
+          .select({ path: users.profilePhotoPath })
+          .from(users)
+          .where(eq(users.id, id))
+          .for('update')
+        if (!current) return undefined
+        const [user] = await tx
+          .update(users)
+          .set({ profilePhotoPath: path, updatedAt: now })
+          .where(eq(users.id, id))
+          .returning()
+        return user && { user, previous: current.path }
+      })
+    },
+
+    /** Deletes the user (sessions and user data go with it, by foreign key); answers the deleted row. */
+    async delete(id: number): Promise<UserRow | undefined> {
+      const [row] = await db.delete(users).where(eq(users.id, id)).returning()
+      return row
     },
 
     async updatePasswordHash(id: number, password: string, now: Date): Promise<void> {

@@ -13,16 +13,97 @@ export interface NewUser {
   verified?: boolean
 }
 
+/** The users columns two-factor authentication owns. */
+export type TwoFactorColumns = Partial<
+  Pick<UserRow, 'twoFactorSecret' | 'twoFactorRecoveryCodes' | 'twoFactorConfirmedAt' | 'twoFactorLastStep'>
+>
+
+/** What a profile update may change; an undefined field is left as it is. */
+export interface ProfileChanges {
+  name: string
+  email: string
+  phone?: string | null
+  timezone?: string | null
+  country?: string | null
+}
+
+const emailTaken = () => ValidationError.withMessages({ email: ['The email has already been taken.'] })
+
 export function createUsersService({ db, clock }: { db: Db; clock: Clock }) {
   const repo = createUsersRepository({ db })
   return {
     findById: (id: number) => repo.findById(id),
+    findByEmail: (email: string) => repo.findByEmail(email.trim()),
+
+    /** Marks the email verified now (once: a second verification keeps the first time). */
+    async markEmailVerified(user: UserRow): Promise<UserRow> {
+      if (user.emailVerifiedAt) return user
+      return (await repo.update(user.id, { emailVerifiedAt: clock.now(), updatedAt: clock.now() })) ?? user
+    },
+
+    /**
+     * Fortify's password confirmation for a signed-in user's sensitive change: a wrong password is a
+     * 422 on `field` ("The password is incorrect.", Laravel's `current_password` rule).
+     */
+    async confirmPassword(user: UserRow, password: unknown, field = 'password'): Promise<void> {
+      const valid = typeof password === 'string' && (await verifyPassword(user.password, password)).valid
+      if (!valid) throw ValidationError.withMessages({ [field]: ['The password is incorrect.'] })
+    },
+
+    /** Replaces the password with an argon2id hash of `plain` (password reset, password update). */
+    async setPassword(user: UserRow, plain: string): Promise<void> {
+      await repo.updatePasswordHash(user.id, await hashPassword(plain), clock.now())
+    },
+
+    /**
+     * Fortify's UpdateUserProfileInformation: a changed email (any case) is unverified again; one
+     * another user has is a 422 on `email`. Undefined fields stay as they are; undefined when the
+     * user is gone.
+     */
+    async updateProfile(user: UserRow, changes: ProfileChanges): Promise<UserRow | undefined> {
+      const email = changes.email.trim().toLowerCase()
+      const emailChanged = email !== user.email.toLowerCase()
+      if (emailChanged) {
+        const holder = await repo.findByEmail(email)
+        if (holder && holder.id !== user.id) throw emailTaken()
+      }
+      const row = await repo.updateUnlessEmailTaken(user.id, {
+        name: changes.name.trim(),
+        email,
+        ...(emailChanged ? { emailVerifiedAt: null } : {}),
+        ...(changes.phone !== undefined ? { phone: changes.phone } : {}),
+        ...(changes.timezone !== undefined ? { timezone: changes.timezone } : {}),
+        ...(changes.country !== undefined ? { country: changes.country } : {}),
+        updatedAt: clock.now(),
+      })
+      // Two users racing for one address: the unique index decides, the loser gets the same 422.
+      if (row === 'email-taken') throw emailTaken()
+      return row
+    },
+
+    /** Sets (or clears) the profile photo path; answers the user and the path it replaced (undefined: no user). */
+    swapProfilePhoto: (userId: number, path: string | null) =>
+      repo.swapProfilePhotoPath(userId, path, clock.now()),
+
+    /** Deletes the account and, by foreign key, its sessions and data; answers the deleted row. */
+    delete: (user: UserRow) => repo.delete(user.id),
+
+    /** Writes the two-factor columns (secret, recovery codes, confirmation, last step) together. */
+    async updateTwoFactor(user: UserRow, values: TwoFactorColumns): Promise<UserRow> {
+      return (await repo.update(user.id, { ...values, updatedAt: clock.now() })) ?? user
+    },
+
+    /** Marks a TOTP time step used; false when it (or a later one) already was: no code works twice. */
+    claimTwoFactorStep: (userId: number, step: number) => repo.claimTwoFactorStep(userId, step),
+
+    /** Swaps the stored recovery codes if nobody changed them meanwhile; false when someone did. */
+    replaceRecoveryCodes: (userId: number, expected: string, next: string) =>
+      repo.replaceRecoveryCodes(userId, expected, next, clock.now()),
 
     /** Creates a user with an argon2id hash; a taken email (any case) is a 422 on `email`. */
     async create(input: NewUser): Promise<UserRow> {
       const email = input.email.trim().toLowerCase()
-      const taken = () => ValidationError.withMessages({ email: ['The email has already been taken.'] })
-      if (await repo.findByEmail(email)) throw taken()
+      if (await repo.findByEmail(email)) throw emailTaken()
       const now = clock.now()
       const row = await repo.insert({
         name: input.name.trim(),
@@ -34,7 +115,7 @@ export function createUsersService({ db, clock }: { db: Db; clock: Clock }) {
         updatedAt: now,
       })
       // Two registrations racing for one email: the unique index decides, the loser gets the same 422.
-      if (!row) throw taken()
+      if (!row) throw emailTaken()
       return row
     },
 

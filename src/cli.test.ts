@@ -1,0 +1,253 @@
+import { execFile } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { type SQL, sql } from 'drizzle-orm'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { buildTestApp, TEST_APP_KEY } from '../test/helpers/build-test-app.ts'
+import { TestClient } from '../test/helpers/client.ts'
+import { createServerDatabase, type ServerDatabase } from '../test/helpers/test-database.ts'
+import { openConfiguredDatabase } from './app.ts'
+import { type Config, loadConfig } from './config.ts'
+import type { Database } from './db/client.ts'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const node = join(root, 'node_modules/.bin/node')
+const migrationCount = JSON.parse(readFileSync(join(root, 'drizzle/meta/_journal.json'), 'utf8')).entries
+  .length as number
+
+interface CliResult {
+  code: number
+  stdout: string
+  stderr: string
+}
+
+let dataDir: string
+let server: ServerDatabase | undefined
+let env: Record<string, string>
+
+/** Runs `node src/cli.ts ...args` from the project root, as `npm run cli -- ...args` does. */
+function cli(args: string[], extraEnv: Record<string, string> = {}): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(
+      node,
+      ['src/cli.ts', ...args],
+      { cwd: root, env: { ...env, ...extraEnv } },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0
+        resolve({ code, stdout, stderr })
+      },
+    )
+  })
+}
+
+/** Raw SQL rows; PGlite and node-postgres both answer `{ rows }`, which the shared Db type leaves unknown. */
+async function rows<T>(database: Database, query: SQL): Promise<T[]> {
+  return ((await database.db.execute(query)) as { rows: T[] }).rows
+}
+
+/** The config the CLI child sees. */
+const childConfig = (): Config => loadConfig(env, root)
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), 'trading-api-cli-'))
+  const serverUrl = process.env.TEST_DATABASE_URL
+  server = serverUrl ? await createServerDatabase(serverUrl) : undefined
+  env = {
+    PATH: process.env.PATH ?? '',
+    NODE_ENV: 'test',
+    APP_KEY: TEST_APP_KEY,
+    DATA_DIR: dataDir,
+    // Empty counts as unset and wins over a developer's .env in the project root.
+    DATABASE_URL: server?.url ?? '',
+    REDIS_URL: '',
+    MAIL_URL: '',
+  }
+})
+
+afterAll(async () => {
+  await server?.drop()
+  rmSync(dataDir, { recursive: true, force: true })
+})
+
+describe('cli migrate', () => {
+  test('applies the migrations, and a second run is a no-op', { timeout: 120_000 }, async () => {
+    for (let run = 0; run < 2; run++) {
+      const result = await cli(['migrate'])
+      expect(result).toMatchObject({ code: 0, stderr: '' })
+      expect(result.stdout).toMatch(/^Migrations applied \((PGlite|PostgreSQL) .+\)\.\n$/)
+    }
+    const database = await openConfiguredDatabase(childConfig())
+    try {
+      const tables = await rows<{ table_name: string }>(
+        database,
+        sql`select table_name from information_schema.tables where table_schema = 'public'`,
+      )
+      expect(tables.map((row) => row.table_name)).toEqual(expect.arrayContaining(['users', 'sessions']))
+      const applied = await rows<{ count: number }>(
+        database,
+        sql`select count(*)::int as count from drizzle.__drizzle_migrations`,
+      )
+      expect(applied).toEqual([{ count: migrationCount }])
+    } finally {
+      await database.close()
+    }
+  })
+})
+
+describe('cli users:create', () => {
+  const password = 'long enough secret'
+  let admin: Record<string, unknown>
+
+  test('creates a verified admin and prints it as JSON, without the password', {
+    timeout: 60_000,
+  }, async () => {
+    const result = await cli([
+      'users:create',
+      '--name',
+      'Ada Lovelace',
+      '--email',
+      'Ada@Example.COM',
+      '--password',
+      password,
+      '--admin',
+      '--verified',
+    ])
+    expect(result).toMatchObject({ code: 0, stderr: '' })
+    expect(result.stdout).not.toMatch(/password|argon2|\$2y\$/i)
+    admin = JSON.parse(result.stdout)
+    expect(admin).toEqual({
+      id: expect.any(Number),
+      name: 'Ada Lovelace',
+      email: 'ada@example.com',
+      email_verified_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/),
+      is_admin: true,
+      two_factor_enabled: false,
+      profile_photo_url: null,
+      phone: null,
+      timezone: null,
+      country: null,
+      available_credits: 0,
+      held_credits: 0,
+      credits_available_for_automation: 0,
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+    })
+  })
+
+  test('without --admin and --verified the user is neither', { timeout: 60_000 }, async () => {
+    const result = await cli([
+      'users:create',
+      '--name',
+      'Bob',
+      '--email',
+      'bob@example.com',
+      '--password',
+      password,
+    ])
+    expect(result).toMatchObject({ code: 0, stderr: '' })
+    expect(JSON.parse(result.stdout)).toMatchObject({
+      name: 'Bob',
+      email: 'bob@example.com',
+      is_admin: false,
+      email_verified_at: null,
+    })
+  })
+
+  test('the created user signs in to the app over HTTP', { timeout: 60_000 }, async () => {
+    const t = await buildTestApp({ database: await openConfiguredDatabase(childConfig()) })
+    try {
+      const client = new TestClient(t.baseUrl)
+      const wrong = await client.post('/api/login', {
+        email: 'ada@example.com',
+        password: 'not the password',
+      })
+      expect(wrong.status).toBe(422)
+      const login = await client.post('/api/login', { email: 'ADA@example.com', password })
+      expect(login.status).toBe(200)
+      const me = await client.get('/api/user')
+      expect(me.status).toBe(200)
+      expect(me.data).toEqual(admin)
+    } finally {
+      await t.close()
+    }
+  })
+
+  test('a taken email (in any case) exits 1 naming email', { timeout: 60_000 }, async () => {
+    const result = await cli([
+      'users:create',
+      '--name',
+      'Ada',
+      '--email',
+      'ADA@example.com',
+      '--password',
+      password,
+    ])
+    expect(result).toEqual({ code: 1, stdout: '', stderr: 'email: The email has already been taken.\n' })
+  })
+
+  test.each([
+    [
+      'a bad email',
+      ['--name', 'Eve', '--email', 'not-an-email', '--password', password],
+      'email: The email field must be a valid email address.',
+    ],
+    [
+      'a short password',
+      ['--name', 'Eve', '--email', 'eve@example.com', '--password', 'short'],
+      'password: The password field must be at least 8 characters.',
+    ],
+    [
+      'a missing --name',
+      ['--email', 'eve@example.com', '--password', password],
+      'name: The name field is required.',
+    ],
+  ])('%s exits 1 with a message naming the field', async (_, args, message) => {
+    const result = await cli(['users:create', ...args])
+    expect(result).toEqual({ code: 1, stdout: '', stderr: `${message}\n` })
+  })
+
+  test('an unknown flag exits 1 naming it', async () => {
+    const result = await cli(['users:create', '--name', 'Eve', '--email', 'eve@example.com', '--nope'])
+    expect(result.code).toBe(1)
+    expect(result.stdout).toBe('')
+    expect(result.stderr).toContain("Unknown option '--nope'")
+  })
+})
+
+describe('cli', () => {
+  test('key:generate prints a base64: key of 32 bytes, even where the environment lacks one', async () => {
+    // Production without APP_KEY is the very environment that needs this command.
+    const result = await cli(['key:generate'], { NODE_ENV: 'production', APP_KEY: '' })
+    expect(result).toMatchObject({ code: 0, stderr: '' })
+    const match = /^base64:(\S+)\n$/.exec(result.stdout)
+    expect(match).not.toBeNull()
+    expect(Buffer.from(match?.[1] ?? '', 'base64')).toHaveLength(32)
+    const key = result.stdout.trim()
+    expect(loadConfig({ NODE_ENV: 'production', APP_KEY: key }, dataDir).appKey).toBe(key)
+  })
+
+  test('an unknown command prints the usage and exits 1', async () => {
+    const result = await cli(['users:delete'])
+    expect(result.code).toBe(1)
+    expect(result.stdout).toBe('')
+    expect(result.stderr).toContain('Unknown command "users:delete"')
+    expect(result.stderr).toContain('Usage: npm run cli -- <command>')
+  })
+
+  test('--help prints the usage and exits 0', async () => {
+    const result = await cli(['--help'])
+    expect(result).toMatchObject({ code: 0, stderr: '' })
+    expect(result.stdout).toMatch(/^Usage: npm run cli -- <command>/)
+    for (const command of ['migrate', 'users:create', 'key:generate'])
+      expect(result.stdout).toContain(command)
+  })
+
+  test('a bad environment prints the problem and exits 1', async () => {
+    const result = await cli(['migrate'], { PORT: 'abc' })
+    expect(result.code).toBe(1)
+    expect(result.stdout).toBe('')
+    expect(result.stderr).toMatch(/^Invalid configuration:\n {2}- PORT: /)
+  })
+})

@@ -1,0 +1,177 @@
+import { resolve } from 'node:path'
+import { parseArgs } from 'node:util'
+import { type Config, ConfigError, generateAppKey, loadConfig } from './config.ts'
+import { systemClock } from './lib/clock.ts'
+import { ValidationError } from './lib/errors.ts'
+import { compileValidator, type FieldErrors } from './lib/validation.ts'
+import { RegisterBody } from './modules/auth/auth.schemas.ts'
+import { presentUser } from './modules/users/users.presenters.ts'
+
+// Admin CLI: `npm run cli -- <command>`. Each command answers its process exit code.
+
+const USAGE = `Usage: npm run cli -- <command> [options]
+
+Commands:
+  migrate                                  apply pending database migrations
+  users:create --name <name> --email <email> --password <password> [--admin] [--verified]
+                                           create a user, validated like registration
+  key:generate                             print a new APP_KEY
+  kb:sync [--dir <folder>]                 sync the knowledge base articles (default content/knowledge-base/)
+`
+
+const checkRegistration = compileValidator(RegisterBody)
+
+/** Bad input, as Laravel's validator words it: one `field: message` line each. */
+function printProblems(errors: FieldErrors): number {
+  for (const [field, messages] of Object.entries(errors)) {
+    for (const message of messages) console.error(`${field}: ${message}`)
+  }
+  return 1
+}
+
+function describeDatabase(config: Config): string {
+  if (!config.databaseUrl) return `PGlite in ${config.dataDir}/db`
+  const url = new URL(config.databaseUrl)
+  return `PostgreSQL at ${url.host}${url.pathname}` // never the credentials
+}
+
+/** The database (and Fastify, PGlite, argon2) load only for commands that use them, so the rest start fast. */
+async function openDatabase(config: Config) {
+  const { openConfiguredDatabase } = await import('./app.ts')
+  return openConfiguredDatabase(config)
+}
+
+async function migrate(args: string[]): Promise<number> {
+  parseArgs({ args, strict: true, allowPositionals: false })
+  const config = loadConfig()
+  const database = await openDatabase(config)
+  try {
+    await database.migrate()
+    console.log(`Migrations applied (${describeDatabase(config)}).`)
+    return 0
+  } finally {
+    await database.close()
+  }
+}
+
+async function createUser(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    strict: true,
+    allowPositionals: false,
+    options: {
+      name: { type: 'string' },
+      email: { type: 'string' },
+      password: { type: 'string' },
+      admin: { type: 'boolean', default: false },
+      verified: { type: 'boolean', default: false },
+    },
+  })
+  const input: Record<string, string> = {}
+  for (const field of ['name', 'email', 'password'] as const) {
+    if (values[field] !== undefined) input[field] = values[field]
+  }
+  const problems = checkRegistration(input)
+  if (Object.keys(problems).length > 0) return printProblems(problems)
+  const { name, email, password } = input as RegisterBody
+
+  const config = loadConfig()
+  const database = await openDatabase(config)
+  try {
+    await database.migrate()
+    const { createUsersService } = await import('./modules/users/users.service.ts')
+    const users = createUsersService({ db: database.db, clock: systemClock })
+    const user = await users.create({
+      name,
+      email,
+      password,
+      isAdmin: values.admin,
+      verified: values.verified,
+    })
+    console.log(JSON.stringify(presentUser(user, { appUrl: config.appUrl }), null, 2))
+    return 0
+  } catch (error) {
+    if (error instanceof ValidationError) return printProblems(error.errors)
+    throw error
+  } finally {
+    await database.close()
+  }
+}
+
+async function keyGenerate(args: string[]): Promise<number> {
+  parseArgs({ args, strict: true, allowPositionals: false })
+  console.log(generateAppKey())
+  return 0
+}
+
+async function kbSync(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    strict: true,
+    allowPositionals: false,
+    options: { dir: { type: 'string' } },
+  })
+  const { defaultKnowledgeBaseDir, KnowledgeBaseContentError } = await import(
+    './modules/knowledge-base/knowledge-base.content.ts'
+  )
+  const { createKnowledgeBaseService } = await import('./modules/knowledge-base/knowledge-base.service.ts')
+  const dir = values.dir === undefined ? defaultKnowledgeBaseDir : resolve(values.dir)
+  const config = loadConfig()
+  const database = await openDatabase(config)
+  try {
+    await database.migrate()
+    const kb = createKnowledgeBaseService({ db: database.db, clock: systemClock })
+    const { added, updated, removed, unchanged } = await kb.sync(dir)
+    console.log(
+      `Knowledge base synced from ${dir}: ${added} added, ${updated} updated, ${removed} removed, ${unchanged} unchanged.`,
+    )
+    return 0
+  } catch (error) {
+    if (!(error instanceof KnowledgeBaseContentError)) throw error
+    console.error(`${error.message}\nNothing was changed.`)
+    return 1
+  } finally {
+    await database.close()
+  }
+}
+
+function isParseArgsError(error: unknown): error is Error {
+  return error instanceof Error && String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS_')
+}
+
+const commands: Record<string, (args: string[]) => Promise<number>> = {
+  migrate,
+  'users:create': createUser,
+  'key:generate': keyGenerate,
+  'kb:sync': kbSync,
+}
+
+async function main([command, ...args]: string[]): Promise<number> {
+  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(USAGE)
+    return 0
+  }
+  const run = commands[command]
+  if (!run) {
+    console.error(`Unknown command "${command}".\n`)
+    process.stderr.write(USAGE)
+    return 1
+  }
+  try {
+    return await run(args)
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(error.message)
+      return 1
+    }
+    // parseArgs (strict): an unknown option, a missing value, a stray argument.
+    if (isParseArgsError(error)) {
+      console.error(`${error.message}\n`)
+      process.stderr.write(USAGE)
+      return 1
+    }
+    throw error
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2))

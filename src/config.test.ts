@@ -1,0 +1,134 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, test } from 'vitest'
+import { ConfigError, generateAppKey, loadConfig } from './config.ts'
+
+const APP_KEY = 'base64:dGVzdC1hcHAta2V5LXRlc3QtYXBwLWtleS10ZXN0LWE='
+const KEY_SHAPE = /^base64:[A-Za-z0-9+/]{43}=$/
+
+const dirs: string[] = []
+/** A fresh working directory: no `.env` unless a test writes one. */
+function tempCwd(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'trading-api-config-'))
+  dirs.push(dir)
+  return dir
+}
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true })
+})
+
+function configError(env: Record<string, string>, cwd = tempCwd()): ConfigError {
+  try {
+    loadConfig(env, cwd)
+  } catch (error) {
+    if (error instanceof ConfigError) return error
+    throw error
+  }
+  throw new Error('loadConfig accepted the environment')
+}
+
+describe('loadConfig', () => {
+  test('defaults: port 8000 on 127.0.0.1, APP_URL from the port, 120-minute sessions, ./storage', () => {
+    const cwd = tempCwd()
+    const config = loadConfig({}, cwd)
+    expect(config).toMatchObject({
+      env: 'development',
+      host: '127.0.0.1',
+      port: 8000,
+      appUrl: 'http://localhost:8000',
+      dataDir: join(cwd, 'storage'),
+      databaseUrl: undefined,
+      redisUrl: undefined,
+      frontendOrigins: [],
+      session: { lifetimeMinutes: 120, secureCookie: false },
+      mail: { url: undefined, from: 'Trading App <no-reply@localhost>' },
+      logLevel: 'info',
+    })
+    expect(Object.isFrozen(config)).toBe(true)
+    expect(loadConfig({ PORT: '9000', APP_KEY }, cwd).appUrl).toBe('http://localhost:9000')
+    expect(loadConfig({ NODE_ENV: 'test', APP_KEY }, cwd).logLevel).toBe('silent')
+  })
+
+  test('a relative DATA_DIR is resolved against the working directory', () => {
+    const cwd = tempCwd()
+    expect(loadConfig({ DATA_DIR: 'var/data', APP_KEY }, cwd).dataDir).toBe(join(cwd, 'var/data'))
+  })
+
+  test('reads .env in the working directory, and the environment wins over it', () => {
+    const cwd = tempCwd()
+    writeFileSync(
+      join(cwd, '.env'),
+      `PORT=9001\nHOST=0.0.0.0\nSESSION_LIFETIME=30\nAPP_KEY=${APP_KEY}\nFRONTEND_URL=https://app.example.com/\n`,
+    )
+    const config = loadConfig({ PORT: '9002' }, cwd)
+    expect(config.port).toBe(9002)
+    expect(config.host).toBe('0.0.0.0')
+    expect(config.session.lifetimeMinutes).toBe(30)
+    expect(config.appKey).toBe(APP_KEY)
+    expect(config.frontendOrigins).toEqual(['https://app.example.com'])
+  })
+
+  test('an empty variable counts as unset, so the environment can blank out a .env value', () => {
+    const cwd = tempCwd()
+    writeFileSync(join(cwd, '.env'), 'DATABASE_URL=postgres://db.example.com/app\nPORT=9001\n')
+    const config = loadConfig({ DATABASE_URL: '', PORT: '', APP_KEY }, cwd)
+    expect(config.databaseUrl).toBeUndefined()
+    expect(config.port).toBe(8000)
+  })
+
+  test.each([
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['SESSION_LIFETIME', '0'],
+    ['DATABASE_URL', 'mysql://x'],
+    ['FRONTEND_URL', 'not a url'],
+    ['LOG_LEVEL', 'loud'],
+    ['APP_KEY', 'base64:c2hvcnQ='],
+    ['APP_KEY', 'dGVzdC1hcHAta2V5LXRlc3QtYXBwLWtleS10ZXN0LWE='],
+  ])('%s=%s is refused with a message naming the variable', (name, value) => {
+    const error = configError({ APP_KEY, [name]: value })
+    expect(error.problems).toHaveLength(1)
+    expect(error.problems[0]).toMatch(new RegExp(`^${name}: `))
+    expect(error.message).toContain(`${name}: `)
+  })
+
+  test('every bad variable is reported at once', () => {
+    const error = configError({ APP_KEY, PORT: 'abc', LOG_LEVEL: 'loud' })
+    expect(error.problems.map((p) => p.split(':')[0]).sort()).toEqual(['LOG_LEVEL', 'PORT'])
+  })
+
+  test('NODE_ENV=production requires APP_KEY and writes no key of its own', () => {
+    const cwd = tempCwd()
+    const error = configError({ NODE_ENV: 'production' }, cwd)
+    expect(error.problems).toEqual([expect.stringMatching(/^APP_KEY: required when NODE_ENV=production/)])
+    expect(existsSync(join(cwd, 'storage', 'app-key'))).toBe(false)
+
+    const config = loadConfig({ NODE_ENV: 'production', APP_KEY }, cwd)
+    expect(config.env).toBe('production')
+    expect(config.appKey).toBe(APP_KEY)
+  })
+
+  test('outside production a missing APP_KEY is generated once under DATA_DIR and read back', () => {
+    const cwd = tempCwd()
+    const first = loadConfig({ DATA_DIR: 'data' }, cwd)
+    expect(first.appKey).toMatch(KEY_SHAPE)
+    const file = join(cwd, 'data', 'app-key')
+    expect(readFileSync(file, 'utf8').trim()).toBe(first.appKey)
+    expect(statSync(file).mode & 0o777).toBe(0o600)
+
+    expect(loadConfig({ DATA_DIR: 'data' }, cwd).appKey).toBe(first.appKey)
+    // Another data folder is another installation, with its own key.
+    expect(loadConfig({ DATA_DIR: 'other' }, cwd).appKey).not.toBe(first.appKey)
+    // A configured key wins over the generated one.
+    expect(loadConfig({ DATA_DIR: 'data', APP_KEY }, cwd).appKey).toBe(APP_KEY)
+  })
+
+  test('generateAppKey gives 32 random bytes in the form APP_KEY accepts', () => {
+    const key = generateAppKey()
+    expect(key).toMatch(KEY_SHAPE)
+    expect(Buffer.from(key.slice('base64:'.length), 'base64')).toHaveLength(32)
+    expect(generateAppKey()).not.toBe(key)
+    expect(loadConfig({ NODE_ENV: 'production', APP_KEY: key }, tempCwd()).appKey).toBe(key)
+  })
+})

@@ -1,0 +1,39 @@
+import { type SQL, sql } from 'drizzle-orm'
+import { bigint, customType, index, jsonb, pgTable, text, timestamp, varchar } from 'drizzle-orm/pg-core'
+
+const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' })
+
+/** Product articles, synced from content/knowledge-base/*.md; `search` is maintained by PostgreSQL. */
+export const knowledgeBaseArticles = pgTable(
+  'knowledge_base_articles',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedByDefaultAsIdentity(),
+    slug: varchar('slug', { length: 191 }).notNull().unique(),
+    title: varchar('title', { length: 255 }).notNull(),
+    area: varchar('area', { length: 64 }).notNull(),
+    content: text('content').notNull(),
+    excerpt: text('excerpt'),
+    routePath: varchar('route_path', { length: 255 }),
+    componentReference: varchar('component_reference', { length: 255 }),
+    screenshotFilenames: jsonb('screenshot_filenames').$type<string[]>().notNull().default([]),
+    meta: jsonb('meta').$type<Record<string, unknown>>().notNull().default({}),
+    // A hash of the source file, so a sync rewrites only what changed.
+    sourceHash: varchar('source_hash', { length: 64 }).notNull(),
+    // Title words weigh more than body words in the ranking.
+    search: tsvector('search')
+      .notNull()
+      .generatedAlwaysAs(
+        (): SQL =>
+          sql`setweight(to_tsvector('english', coalesce(${knowledgeBaseArticles.title}, '')), 'A') || setweight(to_tsvector('english', coalesce(${knowledgeBaseArticles.content}, '')), 'B')`,
+      ),
+    createdAt: timestamp('created_at', { withTimezone: true, precision: 6 }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true, precision: 6 }).notNull(),
+  },
+  (t) => [
+    index('knowledge_base_articles_area_index').on(t.area),
+    index('knowledge_base_articles_search_index').using('gin', t.search),
+  ],
+)
+
+export type KnowledgeBaseArticleRow = typeof knowledgeBaseArticles.$inferSelect
+export type NewKnowledgeBaseArticleRow = typeof knowledgeBaseArticles.$inferInsert

@@ -1,0 +1,55 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { FastifyInstance } from 'fastify'
+import type { Config } from '../../config.ts'
+import { commonErrorResponses, MessageResponse } from '../../lib/http-schemas.ts'
+import { signedInUser, type ThrottleRule } from '../../plugins/guards.ts'
+import { createUsersService } from '../users/users.service.ts'
+import { VerifyEmailQuery } from './email-verification.schemas.ts'
+import { createEmailVerificationService } from './email-verification.service.ts'
+
+// Fortify's `throttle:6,1` on the resend route, counted per user so one account cannot flood its inbox.
+const resendThrottle: ThrottleRule = {
+  name: 'verification-notification',
+  max: 6,
+  decaySeconds: 60,
+  key: (request) => String(request.user?.id ?? request.ip),
+}
+
+/** The signed verification link and its resend, under the spec's paths. */
+export default async function emailVerificationRoutes(
+  fastify: FastifyInstance,
+  { config }: { config: Config },
+) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  const users = createUsersService({ db: app.db, clock: app.clock })
+  const verification = createEmailVerificationService({ config, clock: app.clock, mailer: app.mailer, users })
+  const tags = ['auth']
+
+  // Public: the link proves itself by its signature, so it works in whichever browser opens the mail.
+  app.get(
+    '/api/email/verify',
+    {
+      schema: {
+        tags,
+        querystring: VerifyEmailQuery,
+        response: { 200: MessageResponse, ...commonErrorResponses },
+      },
+    },
+    async (request) => {
+      await verification.verify(request.url, request.query)
+      return { message: 'Email verified.' }
+    },
+  )
+
+  app.post(
+    '/api/user-profile/email/verification-notification',
+    {
+      config: { auth: 'session', throttle: resendThrottle },
+      schema: { tags, response: { 200: MessageResponse, ...commonErrorResponses } },
+    },
+    async (request) => {
+      const sent = verification.sendLink(signedInUser(request))
+      return { message: sent ? 'Verification link sent.' : 'Email already verified.' }
+    },
+  )
+}

@@ -1,0 +1,77 @@
+import type { Db } from '../../db/client.ts'
+import type { Clock } from '../../lib/clock.ts'
+import { notFound } from '../../lib/errors.ts'
+import { readArticles } from './knowledge-base.content.ts'
+import { type ArticleRow, createKnowledgeBaseRepository } from './knowledge-base.repository.ts'
+import { type ArticleListQuery, SLUG_PATTERN } from './knowledge-base.schemas.ts'
+
+export interface SyncReport {
+  added: number
+  updated: number
+  removed: number
+  unchanged: number
+}
+
+const articleNotFound = () => notFound('Article not found.')
+
+/**
+ * The words of `q` (runs of letters and digits, lowercased, at most 32): nothing else of the input
+ * reaches to_tsquery, so its syntax cannot be broken. Empty when `q` has no words.
+ */
+export function searchWords(q: string | undefined): string[] {
+  return (q?.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, 32)
+}
+
+/** The read-only knowledge base, and its sync from the markdown files. */
+export function createKnowledgeBaseService({ db, clock }: { db: Db; clock: Clock }) {
+  const repo = createKnowledgeBaseRepository({ db })
+  return {
+    /** Articles of `area` (exact) matching `q` (title and content, word prefixes), best match first. */
+    async list({ area, q }: ArticleListQuery): Promise<ArticleRow[]> {
+      // An empty `area` (a form's "all areas") filters nothing, as Laravel's `filled()` reads it;
+      // one no article can have (spaces, capitals, a NUL byte) matches nothing without a query.
+      if (area && !SLUG_PATTERN.test(area)) return []
+      return repo.list({ area: area || undefined, words: searchWords(q) })
+    },
+
+    /** One article by slug; 404 "Article not found." otherwise. */
+    async find(slug: string): Promise<ArticleRow> {
+      const article = SLUG_PATTERN.test(slug) ? await repo.findBySlug(slug) : undefined
+      if (!article) throw articleNotFound()
+      return article
+    },
+
+    /**
+     * Makes the stored articles match the files under `dir`: added, changed (by source hash) and
+     * removed files, all in one transaction. Every file is read and checked before anything is
+     * written, so one bad file changes nothing; unchanged files write nothing.
+     */
+    async sync(dir: string): Promise<SyncReport> {
+      const sources = await readArticles(dir)
+      return db.transaction(async (tx) => {
+        const txRepo = createKnowledgeBaseRepository({ db: tx })
+        await txRepo.lockForSync()
+        const stored = await txRepo.sourceHashes()
+        const now = clock.now()
+        const report: SyncReport = { added: 0, updated: 0, removed: 0, unchanged: 0 }
+        for (const source of sources) {
+          const hash = stored.get(source.slug)
+          stored.delete(source.slug)
+          if (hash === undefined) {
+            await txRepo.insert(source, now)
+            report.added++
+          } else if (hash !== source.sourceHash) {
+            await txRepo.update(source, now)
+            report.updated++
+          } else {
+            report.unchanged++
+          }
+        }
+        // What is left was stored but has no file any more.
+        await txRepo.deleteBySlugs([...stored.keys()])
+        report.removed = stored.size
+        return report
+      })
+    },
+  }
+}

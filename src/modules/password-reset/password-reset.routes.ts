@@ -1,0 +1,58 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { FastifyInstance } from 'fastify'
+import type { Config } from '../../config.ts'
+import { commonErrorResponses, MessageResponse } from '../../lib/http-schemas.ts'
+import type { ThrottleRule } from '../../plugins/guards.ts'
+import { createUsersService } from '../users/users.service.ts'
+import { ForgotPasswordBody, ResetPasswordBody } from './password-reset.schemas.ts'
+import { createPasswordResetService } from './password-reset.service.ts'
+
+// 6 a minute per address, counted before anyone looks the address up: a throttled known email gets
+// the very 429 an unknown one gets, and nobody can flood one inbox by rotating IPs.
+const forgotThrottle: ThrottleRule = {
+  name: 'password-email',
+  max: 6,
+  decaySeconds: 60,
+  key: (request) => {
+    const email = (request.body as { email?: unknown } | undefined)?.email
+    return String(email ?? '')
+      .trim()
+      .toLowerCase()
+  },
+}
+
+/** Fortify's forgot-password and reset-password, under the spec's paths. */
+export default async function passwordResetRoutes(fastify: FastifyInstance, { config }: { config: Config }) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  const users = createUsersService({ db: app.db, clock: app.clock })
+  const passwordReset = createPasswordResetService({
+    db: app.db,
+    config,
+    clock: app.clock,
+    mailer: app.mailer,
+    users,
+  })
+  const tags = ['auth']
+  const response = { 200: MessageResponse, ...commonErrorResponses }
+
+  app.post(
+    '/api/password/email',
+    { config: { throttle: forgotThrottle }, schema: { tags, body: ForgotPasswordBody, response } },
+    async (request) => {
+      await passwordReset.sendResetLink(request.body.email)
+      return { message: 'We have emailed your password reset link.' }
+    },
+  )
+
+  app.post(
+    '/api/password/reset',
+    { schema: { tags, body: ResetPasswordBody, response } },
+    async (request) => {
+      const user = await passwordReset.reset(request.body)
+      await app.sessionControl.endSessionsOf(user.id)
+      // Reset from a browser signed in as that very user: it gets a fresh guest session, not a dead one.
+      if (request.user?.id === user.id) await app.sessionControl.signOut(request)
+      return { message: 'Your password has been reset.' }
+    },
+  )
+}

@@ -1,0 +1,57 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { FastifyInstance } from 'fastify'
+import type { Config } from '../../../config.ts'
+import { commonErrorResponses, MessageResponse } from '../../../lib/http-schemas.ts'
+import { signedInUser } from '../../../plugins/guards.ts'
+import { createSessionsService } from '../../sessions/sessions.service.ts'
+import { createUsersService } from '../../users/users.service.ts'
+import { PasswordConfirmationBody } from '../profile.schemas.ts'
+import { presentBrowserSession } from './browser-sessions.presenters.ts'
+import { BrowserSessionsResponse } from './browser-sessions.schemas.ts'
+
+/** Jetstream's browser sessions: the user's own sessions, and signing out every other one. */
+export default async function browserSessionsRoutes(
+  fastify: FastifyInstance,
+  { config }: { config: Config },
+) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  const users = createUsersService({ db: app.db, clock: app.clock })
+  const sessions = createSessionsService({
+    db: app.db,
+    clock: app.clock,
+    lifetimeMinutes: config.session.lifetimeMinutes,
+  })
+  const tags = ['profile']
+
+  app.get(
+    '/api/user-profile/sessions',
+    {
+      config: { auth: 'session' },
+      schema: { tags, response: { 200: BrowserSessionsResponse, ...commonErrorResponses } },
+    },
+    async (request) => {
+      const rows = await sessions.listForUser(signedInUser(request).id)
+      const now = app.clock.now()
+      return rows.map((row) => presentBrowserSession(row, request.session?.row.id, now))
+    },
+  )
+
+  app.post(
+    '/api/user-profile/logout-other-sessions',
+    {
+      config: { auth: 'session' },
+      schema: {
+        tags,
+        body: PasswordConfirmationBody,
+        response: { 200: MessageResponse, ...commonErrorResponses },
+      },
+    },
+    async (request) => {
+      // Jetstream's logoutOtherBrowserSessions: the password first, then every session but this one.
+      const user = signedInUser(request)
+      await users.confirmPassword(user, request.body.password)
+      await app.sessionControl.endSessionsOf(user.id, request)
+      return { message: 'Your other browser sessions have been logged out.' }
+    },
+  )
+}

@@ -1,0 +1,62 @@
+import type { UserRow } from '../../db/schema/index.ts'
+import { unauthenticated, ValidationError } from '../../lib/errors.ts'
+import type { FieldErrors } from '../../lib/validation.ts'
+import type { EmailVerificationService } from '../email-verification/email-verification.service.ts'
+import type { UsersService } from '../users/users.service.ts'
+import type { ProfilePhotosService } from './photos/profile-photos.service.ts'
+import type { ProfileBody, UpdatePasswordBody } from './profile.schemas.ts'
+
+// Stored as E.164: "+" and the digits, whatever separators were typed.
+const e164 = (phone: string) => `+${phone.replace(/\D/g, '')}`
+
+export function createProfileService(deps: {
+  users: UsersService
+  verification: EmailVerificationService
+  photos: ProfilePhotosService
+}) {
+  const { users, verification, photos } = deps
+
+  return {
+    /**
+     * Saves name, email and whichever optional fields were sent. A new email address is unverified
+     * until its owner follows the link mailed to it (Fortify's updateVerifiedUser).
+     */
+    async updateProfile(user: UserRow, input: ProfileBody): Promise<UserRow> {
+      const updated = await users.updateProfile(user, {
+        ...input,
+        phone: input.phone ? e164(input.phone) : input.phone,
+      })
+      if (!updated) throw unauthenticated()
+      if (updated.email !== user.email.toLowerCase()) verification.sendLink(updated)
+      return updated
+    },
+
+    /**
+     * Fortify's UpdateUserPassword: the current password must be right and the new one confirmed;
+     * both problems are reported together, as Laravel's validator does.
+     */
+    async updatePassword(user: UserRow, input: UpdatePasswordBody): Promise<void> {
+      const errors: FieldErrors = {}
+      try {
+        await users.confirmPassword(user, input.current_password, 'current_password')
+      } catch (error) {
+        if (!(error instanceof ValidationError)) throw error
+        Object.assign(errors, error.errors)
+      }
+      if (input.password_confirmation !== input.password) {
+        errors.password = ['The password field confirmation does not match.']
+      }
+      if (Object.keys(errors).length > 0) throw new ValidationError(errors)
+      await users.setPassword(user, input.password)
+    },
+
+    /** Jetstream's DeleteUser, after the password: the account, everything it owns, and its photo. */
+    async deleteAccount(user: UserRow, password: string): Promise<void> {
+      await users.confirmPassword(user, password)
+      const deleted = await users.delete(user)
+      await photos.discard(deleted?.profilePhotoPath ?? null)
+    },
+  }
+}
+
+export type ProfileService = ReturnType<typeof createProfileService>

@@ -1,0 +1,101 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { FastifyInstance } from 'fastify'
+import type { Config } from '../../config.ts'
+import { commonErrorResponses } from '../../lib/http-schemas.ts'
+import { signedInUser, type ThrottleRule } from '../../plugins/guards.ts'
+import { createUsersService } from '../users/users.service.ts'
+import {
+  ChallengeBody,
+  ChallengeResponse,
+  ConfirmBody,
+  EnableResponse,
+  PasswordBody,
+  RecoveryCodes,
+  TwoFactorStateResponse,
+} from './two-factor.schemas.ts'
+import { createTwoFactorService } from './two-factor.service.ts'
+
+// Fortify's `two-factor` limiter: 5 a minute per pending login (`login.id`), counting every attempt;
+// without one, per session, so probing without a password is limited too.
+const challengeThrottle: ThrottleRule = {
+  name: 'two-factor',
+  max: 5,
+  decaySeconds: 60,
+  key: (request) => {
+    const pending = request.session?.row.payload.pendingLogin
+    if (pending) return `user:${pending.userId}`
+    return request.session ? `session:${request.session.row.id}` : `ip:${request.ip}`
+  },
+}
+
+/** Two-factor authentication: Fortify's management routes under /api/user, and the login challenge. */
+export default async function twoFactorRoutes(fastify: FastifyInstance, { config }: { config: Config }) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  const users = createUsersService({ db: app.db, clock: app.clock })
+  const twoFactor = createTwoFactorService({ users, clock: app.clock, appKey: config.appKey })
+  const tags = ['two-factor']
+  const session = { auth: 'session' } as const
+
+  app.post(
+    '/api/user/two-factor-authentication',
+    {
+      config: session,
+      schema: { tags, body: PasswordBody, response: { 200: EnableResponse, ...commonErrorResponses } },
+    },
+    async (request) => twoFactor.enable(signedInUser(request), request.body.password),
+  )
+
+  app.post(
+    '/api/user/confirmed-two-factor-authentication',
+    {
+      config: session,
+      schema: { tags, body: ConfirmBody, response: { 200: TwoFactorStateResponse, ...commonErrorResponses } },
+    },
+    async (request) => {
+      await twoFactor.confirm(signedInUser(request), request.body.code)
+      return { two_factor_enabled: true }
+    },
+  )
+
+  app.delete(
+    '/api/user/two-factor-authentication',
+    {
+      config: session,
+      schema: {
+        tags,
+        body: PasswordBody,
+        response: { 200: TwoFactorStateResponse, ...commonErrorResponses },
+      },
+    },
+    async (request) => {
+      await twoFactor.disable(signedInUser(request), request.body.password)
+      return { two_factor_enabled: false }
+    },
+  )
+
+  app.get(
+    '/api/user/two-factor-recovery-codes',
+    { config: session, schema: { tags, response: { 200: RecoveryCodes, ...commonErrorResponses } } },
+    async (request) => twoFactor.recoveryCodes(signedInUser(request)),
+  )
+
+  app.post(
+    '/api/user/two-factor-recovery-codes',
+    { config: session, schema: { tags, response: { 200: RecoveryCodes, ...commonErrorResponses } } },
+    async (request) => twoFactor.regenerateRecoveryCodes(signedInUser(request)),
+  )
+
+  app.post(
+    '/api/two-factor-challenge',
+    {
+      config: { throttle: challengeThrottle },
+      schema: { tags, body: ChallengeBody, response: { 200: ChallengeResponse, ...commonErrorResponses } },
+    },
+    async (request) => {
+      const user = await twoFactor.passChallenge(request.session?.row.payload.pendingLogin, request.body)
+      // A new session id and CSRF token; the pending login ends with the old session.
+      await app.sessionControl.signIn(request, user)
+      return { two_factor: false }
+    },
+  )
+}

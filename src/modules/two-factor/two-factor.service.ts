@@ -1,0 +1,188 @@
+import { createHash, randomInt, timingSafeEqual } from 'node:crypto'
+import { Secret, TOTP } from 'otpauth'
+import QRCode from 'qrcode'
+import type { SessionPayload, UserRow } from '../../db/schema/index.ts'
+import { type Clock, unixSeconds } from '../../lib/clock.ts'
+import { decryptSecret, encryptSecret } from '../../lib/encryption.ts'
+import { HttpError, ValidationError } from '../../lib/errors.ts'
+import type { UsersService } from '../users/users.service.ts'
+
+/** The name authenticator apps show above the code. */
+export const TOTP_ISSUER = 'Trading App'
+// Google2FA as Fortify configures it: SHA1, 6 digits, 30-second steps, one step either side.
+const TOTP_OPTIONS = { algorithm: 'SHA1', digits: 6, period: 30 } as const
+const TOTP_WINDOW = 1
+// 160 bits, RFC 4226's recommended secret length (Fortify's default of 16 base32 characters is 80).
+const SECRET_BYTES = 20
+const RECOVERY_CODE_COUNT = 8
+/** How long a right password waits for its second factor before the login has to start over. */
+export const PENDING_LOGIN_SECONDS = 5 * 60
+
+const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
+
+export type PendingLogin = NonNullable<SessionPayload['pendingLogin']>
+
+/**
+ * What users.two_factor_recovery_codes holds: a SHA-256 per code, which is what a challenge checks,
+ * and the same list sealed with APP_KEY, only so GET can show the codes again.
+ */
+interface StoredRecoveryCodes {
+  hashes: string[]
+  sealed: string
+}
+
+/** A user has to pass the challenge only once the secret is set and confirmed (Fortify's `confirm` option). */
+export const twoFactorRequired = (user: UserRow): boolean =>
+  user.twoFactorSecret !== null && user.twoFactorConfirmedAt !== null
+
+const invalidCode = () => new HttpError(401, 'The provided two factor authentication code was invalid.')
+const invalidRecoveryCode = () => new HttpError(401, 'The provided two factor recovery code was invalid.')
+const invalidConfirmationCode = () =>
+  ValidationError.withMessages({ code: ['The provided two factor authentication code was invalid.'] })
+
+const sha256 = (value: string) => createHash('sha256').update(value).digest()
+
+/** Str::random(10) . '-' . Str::random(10), as Fortify's RecoveryCode::generate. */
+function newRecoveryCode(): string {
+  const part = () => Array.from({ length: 10 }, () => ALPHANUMERIC[randomInt(ALPHANUMERIC.length)]).join('')
+  return `${part()}-${part()}`
+}
+
+// PHP's rawurlencode, which google2fa applies to the label and issuer of the otpauth URL.
+const rawUrlEncode = (value: string) =>
+  encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+
+export function createTwoFactorService(deps: { users: UsersService; clock: Clock; appKey: string }) {
+  const { users, clock, appKey } = deps
+
+  function sealCodes(codes: string[]): string {
+    const stored: StoredRecoveryCodes = {
+      hashes: codes.map((code) => sha256(code).toString('hex')),
+      sealed: encryptSecret(JSON.stringify(codes), appKey),
+    }
+    return JSON.stringify(stored)
+  }
+
+  function readStored(user: UserRow): StoredRecoveryCodes | undefined {
+    if (!user.twoFactorRecoveryCodes) return undefined
+    return JSON.parse(user.twoFactorRecoveryCodes) as StoredRecoveryCodes
+  }
+
+  const freshCodes = () => Array.from({ length: RECOVERY_CODE_COUNT }, newRecoveryCode)
+
+  /**
+   * Checks a TOTP code against the user's secret and burns its time step, so the same code (or an
+   * earlier one) cannot be used again, even by two requests at once.
+   */
+  async function useTotpCode(user: UserRow, code: string): Promise<boolean> {
+    if (!user.twoFactorSecret) return false
+    const token = code.replace(/\s+/g, '')
+    if (!/^\d{6}$/.test(token)) return false
+    const secret = Secret.fromBase32(decryptSecret(user.twoFactorSecret, appKey))
+    const timestamp = clock.now().getTime()
+    const delta = TOTP.validate({ token, secret, ...TOTP_OPTIONS, timestamp, window: TOTP_WINDOW })
+    if (delta === null) return false
+    const step = TOTP.counter({ period: TOTP_OPTIONS.period, timestamp }) + delta
+    return users.claimTwoFactorStep(user.id, step)
+  }
+
+  /** Checks a recovery code and removes it; every stored hash is compared, so timing tells nothing. */
+  async function useRecoveryCode(user: UserRow, code: string): Promise<boolean> {
+    const stored = readStored(user)
+    if (!stored) return false
+    const presented = sha256(code.trim())
+    let match = -1
+    stored.hashes.forEach((hash, index) => {
+      if (timingSafeEqual(presented, Buffer.from(hash, 'hex')) && match === -1) match = index
+    })
+    if (match === -1) return false
+    const remaining = (JSON.parse(decryptSecret(stored.sealed, appKey)) as string[]).filter(
+      (_, index) => index !== match,
+    )
+    // Compare-and-set on the column: of two requests racing with one code, one wins.
+    return users.replaceRecoveryCodes(user.id, user.twoFactorRecoveryCodes ?? '', sealCodes(remaining))
+  }
+
+  return {
+    /**
+     * Starts (or restarts) setting up 2FA after the password is confirmed: a new secret, stored
+     * encrypted and not yet confirmed, and 8 new recovery codes. The only answer with the secret.
+     */
+    async enable(user: UserRow, password: string) {
+      await users.confirmPassword(user, password)
+      if (twoFactorRequired(user)) throw new HttpError(409, 'Two factor authentication is already enabled.')
+      const secret = new Secret({ size: SECRET_BYTES }).base32
+      const recoveryCodes = freshCodes()
+      await users.updateTwoFactor(user, {
+        twoFactorSecret: encryptSecret(secret, appKey),
+        twoFactorRecoveryCodes: sealCodes(recoveryCodes),
+        twoFactorConfirmedAt: null,
+        twoFactorLastStep: null,
+      })
+      const otpauthUrl =
+        `otpauth://totp/${rawUrlEncode(TOTP_ISSUER)}:${rawUrlEncode(user.email)}?secret=${secret}` +
+        `&issuer=${rawUrlEncode(TOTP_ISSUER)}&algorithm=SHA1&digits=6&period=30`
+      const qrSvg = await QRCode.toString(otpauthUrl, {
+        type: 'svg',
+        width: 192,
+        margin: 0,
+        // Fortify's colours: rgb(45,55,72) on white.
+        color: { dark: '#2d3748', light: '#ffffff' },
+      })
+      return { secret, otpauth_url: otpauthUrl, qr_svg: qrSvg, recovery_codes: recoveryCodes }
+    },
+
+    /** Turns 2FA on once the app proves it holds the secret; a wrong code (or no setup) is a 422 on `code`. */
+    async confirm(user: UserRow, code: string): Promise<void> {
+      if (!(await useTotpCode(user, code))) throw invalidConfirmationCode()
+      if (user.twoFactorConfirmedAt) return
+      await users.updateTwoFactor(user, { twoFactorConfirmedAt: clock.now() })
+    },
+
+    /** Turns 2FA off after the password is confirmed: secret, codes and confirmation are gone. */
+    async disable(user: UserRow, password: string): Promise<void> {
+      await users.confirmPassword(user, password)
+      await users.updateTwoFactor(user, {
+        twoFactorSecret: null,
+        twoFactorRecoveryCodes: null,
+        twoFactorConfirmedAt: null,
+        twoFactorLastStep: null,
+      })
+    },
+
+    /** The unused recovery codes, in clear; `[]` when 2FA was never set up (as Fortify). */
+    recoveryCodes(user: UserRow): string[] {
+      const stored = readStored(user)
+      if (!user.twoFactorSecret || !stored) return []
+      return JSON.parse(decryptSecret(stored.sealed, appKey)) as string[]
+    },
+
+    /** Replaces all recovery codes with 8 new ones; the old ones stop working at once. */
+    async regenerateRecoveryCodes(user: UserRow): Promise<string[]> {
+      if (!user.twoFactorSecret) throw new HttpError(409, 'Two factor authentication has not been enabled.')
+      const codes = freshCodes()
+      await users.updateTwoFactor(user, { twoFactorRecoveryCodes: sealCodes(codes) })
+      return codes
+    },
+
+    /**
+     * Fortify's TwoFactorAuthenticatedSessionController: a recovery code, when sent, is tried first,
+     * then the TOTP code. Answers the user to sign in; anything wrong (no or expired pending login,
+     * a wrong or used code) is the same 401.
+     */
+    async passChallenge(
+      pending: PendingLogin | undefined,
+      input: { code?: string; recovery_code?: string },
+    ): Promise<UserRow> {
+      const fail = input.recovery_code ? invalidRecoveryCode : invalidCode
+      if (!pending || unixSeconds(clock) - pending.startedAt > PENDING_LOGIN_SECONDS) throw fail()
+      const user = await users.findById(pending.userId)
+      if (!user || user.blockedAt || !twoFactorRequired(user)) throw fail()
+      if (input.recovery_code && (await useRecoveryCode(user, input.recovery_code))) return user
+      if (input.code && (await useTotpCode(user, input.code))) return user
+      throw fail()
+    },
+  }
+}
+
+export type TwoFactorService = ReturnType<typeof createTwoFactorService>
