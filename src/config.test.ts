@@ -5,6 +5,7 @@ import { afterEach, describe, expect, test } from 'vitest'
 import { ConfigError, generateAppKey, loadConfig } from './config.ts'
 
 const APP_KEY = 'base64:dGVzdC1hcHAta2V5LXRlc3QtYXBwLWtleS10ZXN0LWE='
+const UPSTREAM = 'https://upstream.example.com'
 const KEY_SHAPE = /^base64:[A-Za-z0-9+/]{43}=$/
 
 const dirs: string[] = []
@@ -98,13 +99,16 @@ describe('loadConfig', () => {
     expect(error.problems.map((p) => p.split(':')[0]).sort()).toEqual(['LOG_LEVEL', 'PORT'])
   })
 
-  test('NODE_ENV=production requires APP_KEY and writes no key of its own', () => {
+  test('NODE_ENV=production requires APP_KEY and UPSTREAM_BASE_URL, and writes no key of its own', () => {
     const cwd = tempCwd()
     const error = configError({ NODE_ENV: 'production' }, cwd)
-    expect(error.problems).toEqual([expect.stringMatching(/^APP_KEY: required when NODE_ENV=production/)])
+    expect(error.problems).toEqual([
+      expect.stringMatching(/^APP_KEY: required when NODE_ENV=production/),
+      expect.stringMatching(/^UPSTREAM_BASE_URL: required when NODE_ENV=production/),
+    ])
     expect(existsSync(join(cwd, 'storage', 'app-key'))).toBe(false)
 
-    const config = loadConfig({ NODE_ENV: 'production', APP_KEY }, cwd)
+    const config = loadConfig({ NODE_ENV: 'production', APP_KEY, UPSTREAM_BASE_URL: UPSTREAM }, cwd)
     expect(config.env).toBe('production')
     expect(config.appKey).toBe(APP_KEY)
   })
@@ -129,6 +133,8 @@ describe('loadConfig', () => {
     expect(key).toMatch(KEY_SHAPE)
     expect(Buffer.from(key.slice('base64:'.length), 'base64')).toHaveLength(32)
     expect(generateAppKey()).not.toBe(key)
-    expect(loadConfig({ NODE_ENV: 'production', APP_KEY: key }, tempCwd()).appKey).toBe(key)
+    expect(
+      loadConfig({ NODE_ENV: 'production', APP_KEY: key, UPSTREAM_BASE_URL: UPSTREAM }, tempCwd()).appKey,
+    ).toBe(key)
   })
 })

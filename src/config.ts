@@ -21,6 +21,17 @@ const Env = Type.Object({
   MAIL_URL: Type.Optional(Type.String({ pattern: '^smtps?://' })),
   MAIL_FROM: Type.Optional(Type.String({ minLength: 3 })),
   LOG_LEVEL: Type.Optional(Type.String({ pattern: '^(fatal|error|warn|info|debug|trace|silent)$' })),
+  UPSTREAM_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$' })),
+  UPSTREAM_API_TOKEN: Type.Optional(Type.String({ minLength: 1 })),
+  UPSTREAM_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
+  UPSTREAM_SIM_PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
+  CACHE_TTL_SECONDS: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$' })),
+  CACHE_MAX_MB: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
+  HOLD_DEFAULT_CREDITS: Type.Optional(Type.String({ pattern: '^[0-9]{1,9}(\\.[0-9]{1,4})?$' })),
+  STRIPE_SECRET_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  STRIPE_WEBHOOK_SECRET: Type.Optional(Type.String({ minLength: 1 })),
+  STRIPE_API_BASE: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$' })),
+  SUPPORT_EMAIL: Type.Optional(Type.String({ format: 'email' })),
 })
 type Env = Static<typeof Env>
 
@@ -37,6 +48,21 @@ export interface Config {
   readonly session: { readonly lifetimeMinutes: number; readonly secureCookie: boolean }
   readonly mail: { readonly url: string | undefined; readonly from: string }
   readonly logLevel: string
+  readonly upstream: {
+    /** Unset outside production means: run the built-in simulator (see server.ts). */
+    readonly baseUrl: string | undefined
+    readonly token: string
+    readonly timeoutMs: number
+    readonly simulatorPort: number
+  }
+  readonly cache: { readonly ttlSeconds: number; readonly maxBytes: number }
+  readonly credits: { readonly holdDefault: string }
+  readonly stripe: {
+    readonly secretKey: string | undefined
+    readonly webhookSecret: string | undefined
+    readonly apiBase: string | undefined
+  }
+  readonly supportEmail: string
 }
 
 export class ConfigError extends Error {
@@ -102,6 +128,11 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
       'APP_KEY: required when NODE_ENV=production (generate one with `npm run cli -- key:generate`)',
     )
   }
+  if (nodeEnv === 'production' && !env.UPSTREAM_BASE_URL) {
+    problems.push(
+      'UPSTREAM_BASE_URL: required when NODE_ENV=production (the built-in simulator runs only outside production)',
+    )
+  }
   if (problems.length > 0) throw new ConfigError(problems)
 
   const dataDir = resolve(cwd, env.DATA_DIR ?? 'storage')
@@ -121,6 +152,23 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
     }),
     mail: Object.freeze({ url: env.MAIL_URL, from: env.MAIL_FROM ?? 'Trading App <no-reply@localhost>' }),
     logLevel: env.LOG_LEVEL ?? (nodeEnv === 'test' ? 'silent' : 'info'),
+    upstream: Object.freeze({
+      baseUrl: env.UPSTREAM_BASE_URL?.replace(/\/+$/, ''),
+      token: env.UPSTREAM_API_TOKEN ?? '',
+      timeoutMs: Number(env.UPSTREAM_TIMEOUT_MS ?? 10_000),
+      simulatorPort: Number(env.UPSTREAM_SIM_PORT ?? 8100),
+    }),
+    cache: Object.freeze({
+      ttlSeconds: Number(env.CACHE_TTL_SECONDS ?? 60),
+      maxBytes: Number(env.CACHE_MAX_MB ?? 64) * 1024 * 1024,
+    }),
+    credits: Object.freeze({ holdDefault: env.HOLD_DEFAULT_CREDITS ?? '1' }),
+    stripe: Object.freeze({
+      secretKey: env.STRIPE_SECRET_KEY,
+      webhookSecret: env.STRIPE_WEBHOOK_SECRET,
+      apiBase: env.STRIPE_API_BASE?.replace(/\/+$/, ''),
+    }),
+    supportEmail: env.SUPPORT_EMAIL ?? 'support@localhost',
   })
 }
 

@@ -1,3 +1,5 @@
+export * from './activities.ts'
+export * from './credits.ts'
 export * from './knowledge-base.ts'
 export * from './password-reset-tokens.ts'
 export * from './sessions.ts'
