@@ -62,6 +62,16 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       : { logger: loggerOptions(config.logLevel) }),
     bodyLimit: 1024 * 1024,
     routerOptions: { ignoreTrailingSlash: true },
+    // The router's own refusals (an undecodable URL, a path parameter past its length) in Laravel's shape.
+    frameworkErrors: (error, request, reply) => {
+      if (error.code === 'FST_ERR_BAD_URL') {
+        return reply.code(400).send({ message: 'The request URL is malformed.' })
+      }
+      const path = (request.raw.url ?? '/').split('?')[0] ?? '/'
+      return reply
+        .code(404)
+        .send({ message: `The route ${path.replace(/^\/+/, '').slice(0, 200)} could not be found.` })
+    },
     // X-Request-Id from a proxy is kept when it is sane; otherwise each request gets a UUID.
     genReqId: (req) => {
       const header = req.headers['x-request-id']

@@ -92,3 +92,25 @@ describe('error shapes', () => {
     expect(replaced.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/)
   })
 })
+
+describe('URLs the router refuses', () => {
+  it('answers an undecodable URL with a 400 {message}', async () => {
+    const res = await new TestClient(t.baseUrl).get('/api/knowledge-base/%FF')
+    expect(res.status).toBe(400)
+    expect(res.data).toEqual({ message: 'The request URL is malformed.' })
+  })
+
+  it('answers a path parameter past the router limit with the usual 404 {message}', async () => {
+    const long = 'x'.repeat(5000)
+    const res = await new TestClient(t.baseUrl).get(`/api/knowledge-base/${long}`)
+    expect(res.status).toBe(404)
+    expect(res.data.message).toMatch(/^The route api\/knowledge-base\/x+ could not be found\.$/)
+  })
+
+  it('answers an unknown path holding a NUL byte with a JSON 404', async () => {
+    const res = await new TestClient(t.baseUrl).get('/api/no%00where')
+    expect(res.status).toBe(404)
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/)
+    expect(res.data).toEqual({ message: 'The route api/no%00where could not be found.' })
+  })
+})
