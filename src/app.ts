@@ -19,7 +19,8 @@ import bodyPlugin from './plugins/body.ts'
 import clockPlugin from './plugins/clock.ts'
 import corsPlugin from './plugins/cors.ts'
 import dbPlugin from './plugins/db.ts'
-import errorsPlugin from './plugins/errors.ts'
+import errorsPlugin, { answerRouterError } from './plugins/errors.ts'
+import eventsPlugin from './plugins/events.ts'
 import guardsPlugin from './plugins/guards.ts'
 import mailerPlugin from './plugins/mailer.ts'
 import openapiPlugin from './plugins/openapi.ts'
@@ -62,16 +63,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       : { logger: loggerOptions(config.logLevel) }),
     bodyLimit: 1024 * 1024,
     routerOptions: { ignoreTrailingSlash: true },
-    // The router's own refusals (an undecodable URL, a path parameter past its length) in Laravel's shape.
-    frameworkErrors: (error, request, reply) => {
-      if (error.code === 'FST_ERR_BAD_URL') {
-        return reply.code(400).send({ message: 'The request URL is malformed.' })
-      }
-      const path = (request.raw.url ?? '/').split('?')[0] ?? '/'
-      return reply
-        .code(404)
-        .send({ message: `The route ${path.replace(/^\/+/, '').slice(0, 200)} could not be found.` })
-    },
+    frameworkErrors: answerRouterError,
     // X-Request-Id from a proxy is kept when it is sane; otherwise each request gets a UUID.
     genReqId: (req) => {
       const header = req.headers['x-request-id']
@@ -86,6 +78,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
 
   await app.register(errorsPlugin)
   await app.register(clockPlugin, { clock: overrides.clock ?? systemClock })
+  await app.register(eventsPlugin)
   await app.register(dbPlugin, { database })
   await app.register(redisPlugin, { redis })
   await app.register(mailerPlugin, { config })

@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fp from 'fastify-plugin'
 import FindMyWay from 'find-my-way'
 import { HttpError, ValidationError } from '../lib/errors.ts'
+import { UpstreamError } from '../lib/upstream/client.ts'
 import { laravelFieldErrors, summarizeErrors } from '../lib/validation.ts'
 
 // Fastify's own 4xx codes, reworded for people; anything else under 500 keeps Fastify's message.
@@ -46,6 +47,14 @@ async function errorsPlugin(app: FastifyInstance) {
     if (error instanceof HttpError) {
       return reply.code(error.status).headers(error.headers).send({ message: error.message })
     }
+    // The spec's proxy shape: an upstream failure is 500 `{error}` with a readable message (never a secret).
+    if (error instanceof UpstreamError) {
+      request.log.warn(
+        { upstream: { kind: error.kind, status: error.upstreamStatus, code: error.code } },
+        error.message,
+      )
+      return reply.code(500).send({ error: error.message })
+    }
     const status = error.statusCode ?? 500
     if (status >= 400 && status < 500) {
       return reply.code(status).send({ message: frameworkMessages[error.code] ?? error.message })
@@ -68,6 +77,16 @@ async function errorsPlugin(app: FastifyInstance) {
     }
     return sendNotFound(request, reply)
   })
+}
+
+/**
+ * The router's own refusals, before any route or hook runs (Fastify's `frameworkErrors`): an
+ * undecodable URL is a 400, a path parameter past the router's length limit names no route (404).
+ */
+export function answerRouterError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  if (error.code === 'FST_ERR_BAD_URL')
+    return reply.code(400).send({ message: 'The request URL is malformed.' })
+  return sendNotFound(request, reply)
 }
 
 function trimPath(path: string): string {
