@@ -1,46 +1,19 @@
-import { execFile } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { type SQL, sql } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { buildTestApp, TEST_APP_KEY } from '../test/helpers/build-test-app.ts'
+import { buildTestApp } from '../test/helpers/build-test-app.ts'
+import { type CliEnvironment, createCliEnvironment, projectRoot } from '../test/helpers/cli.ts'
 import { TestClient } from '../test/helpers/client.ts'
-import { createServerDatabase, type ServerDatabase } from '../test/helpers/test-database.ts'
 import { openConfiguredDatabase } from './app.ts'
 import { type Config, loadConfig } from './config.ts'
 import type { Database } from './db/client.ts'
 
-const root = fileURLToPath(new URL('..', import.meta.url))
-const node = join(root, 'node_modules/.bin/node')
-const migrationCount = JSON.parse(readFileSync(join(root, 'drizzle/meta/_journal.json'), 'utf8')).entries
-  .length as number
+const migrationCount = JSON.parse(readFileSync(join(projectRoot, 'drizzle/meta/_journal.json'), 'utf8'))
+  .entries.length as number
 
-interface CliResult {
-  code: number
-  stdout: string
-  stderr: string
-}
-
-let dataDir: string
-let server: ServerDatabase | undefined
-let env: Record<string, string>
-
-/** Runs `node src/cli.ts ...args` from the project root, as `npm run cli -- ...args` does. */
-function cli(args: string[], extraEnv: Record<string, string> = {}): Promise<CliResult> {
-  return new Promise((resolve) => {
-    execFile(
-      node,
-      ['src/cli.ts', ...args],
-      { cwd: root, env: { ...env, ...extraEnv } },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0
-        resolve({ code, stdout, stderr })
-      },
-    )
-  })
-}
+let cliEnv: CliEnvironment
+const cli = (args: string[], extraEnv?: Record<string, string>) => cliEnv.run(args, extraEnv)
 
 /** Raw SQL rows; PGlite and node-postgres both answer `{ rows }`, which the shared Db type leaves unknown. */
 async function rows<T>(database: Database, query: SQL): Promise<T[]> {
@@ -48,28 +21,13 @@ async function rows<T>(database: Database, query: SQL): Promise<T[]> {
 }
 
 /** The config the CLI child sees. */
-const childConfig = (): Config => loadConfig(env, root)
+const childConfig = (): Config => loadConfig(cliEnv.env, projectRoot)
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), 'trading-api-cli-'))
-  const serverUrl = process.env.TEST_DATABASE_URL
-  server = serverUrl ? await createServerDatabase(serverUrl) : undefined
-  env = {
-    PATH: process.env.PATH ?? '',
-    NODE_ENV: 'test',
-    APP_KEY: TEST_APP_KEY,
-    DATA_DIR: dataDir,
-    // Empty counts as unset and wins over a developer's .env in the project root.
-    DATABASE_URL: server?.url ?? '',
-    REDIS_URL: '',
-    MAIL_URL: '',
-  }
+  cliEnv = await createCliEnvironment()
 })
 
-afterAll(async () => {
-  await server?.drop()
-  rmSync(dataDir, { recursive: true, force: true })
-})
+afterAll(() => cliEnv.cleanup())
 
 describe('cli migrate', () => {
   test('applies the migrations, and a second run is a no-op', { timeout: 120_000 }, async () => {
@@ -225,7 +183,12 @@ describe('cli', () => {
     expect(match).not.toBeNull()
     expect(Buffer.from(match?.[1] ?? '', 'base64')).toHaveLength(32)
     const key = result.stdout.trim()
-    expect(loadConfig({ NODE_ENV: 'production', APP_KEY: key }, dataDir).appKey).toBe(key)
+    expect(
+      loadConfig(
+        { NODE_ENV: 'production', APP_KEY: key, UPSTREAM_BASE_URL: 'https://upstream.test' },
+        cliEnv.dataDir,
+      ).appKey,
+    ).toBe(key)
   })
 
   test('an unknown command prints the usage and exits 1', async () => {

@@ -53,3 +53,14 @@ export async function openTestDatabase(): Promise<Database> {
     },
   }
 }
+
+/** The same database for a second app (another config, another instance); closing that app leaves it open. */
+export function sharedDatabase(database: Database): Database {
+  return {
+    db: database.db,
+    kind: database.kind,
+    migrate: () => database.migrate(),
+    ping: () => database.ping(),
+    close: async () => {},
+  }
+}

@@ -6,7 +6,7 @@ import { TestClient } from '../../../test/helpers/client.ts'
 import { minutes } from '../../../test/helpers/clock.ts'
 import { createUser, signedInClient, uniqueEmail } from '../../../test/helpers/factories.ts'
 import { type ReceivedMail, SmtpSink } from '../../../test/helpers/smtp-sink.ts'
-import type { Database } from '../../db/client.ts'
+import { sharedDatabase } from '../../../test/helpers/test-database.ts'
 import { users } from '../../db/schema/index.ts'
 import { signUrl } from '../../lib/signed-url.ts'
 
@@ -24,15 +24,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await t.close()
   await sink.stop()
-})
-
-/** The file's database for a second app (another config); closing that app leaves it open. */
-const sharedDatabase = (): Database => ({
-  db: t.database.db,
-  kind: t.database.kind,
-  migrate: () => t.database.migrate(),
-  ping: () => t.database.ping(),
-  close: async () => {},
 })
 
 /** The verification link in a mail, checked to appear in both the text and the HTML part. */
@@ -174,7 +165,7 @@ describe('the verification mail sent at registration', () => {
   it('works when APP_URL has a path the proxy strips before the app', async () => {
     const prefixed = await buildTestApp({
       env: { MAIL_URL: sink.url, APP_URL: 'https://example.test/backend' },
-      database: sharedDatabase(),
+      database: sharedDatabase(t.database),
     })
     try {
       const { client, link } = await register(prefixed, 'https://example.test/backend')

@@ -1,39 +1,20 @@
-import { execFile } from 'node:child_process'
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { buildTestApp, TEST_APP_KEY } from '../../../test/helpers/build-test-app.ts'
+import { buildTestApp } from '../../../test/helpers/build-test-app.ts'
+import { type CliEnvironment, createCliEnvironment, projectRoot } from '../../../test/helpers/cli.ts'
 import { signedInClient } from '../../../test/helpers/factories.ts'
-import { createServerDatabase, type ServerDatabase } from '../../../test/helpers/test-database.ts'
 import { openConfiguredDatabase } from '../../app.ts'
 import { loadConfig } from '../../config.ts'
 
-const root = fileURLToPath(new URL('../../..', import.meta.url))
-const node = join(root, 'node_modules/.bin/node')
-const shippedCount = readdirSync(join(root, 'content/knowledge-base')).filter((f) => f.endsWith('.md')).length
+const shippedCount = readdirSync(join(projectRoot, 'content/knowledge-base')).filter((f) =>
+  f.endsWith('.md'),
+).length
 
-interface CliResult {
-  code: number
-  stdout: string
-  stderr: string
-}
-
-let dataDir: string
 let contentDir: string
-let server: ServerDatabase | undefined
-let env: Record<string, string>
-
-/** Runs `node src/cli.ts ...args` from the project root, as `npm run cli -- ...args` does. */
-function cli(args: string[]): Promise<CliResult> {
-  return new Promise((resolve) => {
-    execFile(node, ['src/cli.ts', ...args], { cwd: root, env }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0
-      resolve({ code, stdout, stderr })
-    })
-  })
-}
+let cliEnv: CliEnvironment
+const cli = (args: string[]) => cliEnv.run(args)
 
 function writeArticle(name: string, title: string, area: string, body: string) {
   writeFileSync(join(contentDir, name), `---\ntitle: ${title}\narea: ${area}\n---\n\n${body}\n`)
@@ -42,25 +23,12 @@ function writeArticle(name: string, title: string, area: string, body: string) {
 const synced = (counts: string) => `Knowledge base synced from ${contentDir}: ${counts}.\n`
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), 'trading-api-kb-cli-'))
+  cliEnv = await createCliEnvironment()
   contentDir = mkdtempSync(join(tmpdir(), 'kb-cli-content-'))
-  const serverUrl = process.env.TEST_DATABASE_URL
-  server = serverUrl ? await createServerDatabase(serverUrl) : undefined
-  env = {
-    PATH: process.env.PATH ?? '',
-    NODE_ENV: 'test',
-    APP_KEY: TEST_APP_KEY,
-    DATA_DIR: dataDir,
-    // Empty counts as unset and wins over a developer's .env in the project root.
-    DATABASE_URL: server?.url ?? '',
-    REDIS_URL: '',
-    MAIL_URL: '',
-  }
 })
 
 afterAll(async () => {
-  await server?.drop()
-  rmSync(dataDir, { recursive: true, force: true })
+  await cliEnv.cleanup()
   rmSync(contentDir, { recursive: true, force: true })
 })
 
@@ -100,7 +68,7 @@ describe('cli kb:sync', () => {
     // The app over the same database serves what the CLI stored.
     rmSync(join(contentDir, 'broken.md'))
     writeArticle('buying.md', 'Buying credits', 'credits', 'Packages and checkout.')
-    const database = await openConfiguredDatabase(loadConfig(env, root))
+    const database = await openConfiguredDatabase(loadConfig(cliEnv.env, projectRoot))
     const t = await buildTestApp({ database, knowledgeBaseDir: contentDir })
     try {
       const { client } = await signedInClient(t)
@@ -119,7 +87,7 @@ describe('cli kb:sync', () => {
     const result = await cli(['kb:sync'])
     expect(result.code).toBe(0)
     expect(result.stdout).toBe(
-      `Knowledge base synced from ${join(root, 'content/knowledge-base')}: ${shippedCount} added, 0 updated, 3 removed, 0 unchanged.\n`,
+      `Knowledge base synced from ${join(projectRoot, 'content/knowledge-base')}: ${shippedCount} added, 0 updated, 3 removed, 0 unchanged.\n`,
     )
   })
 

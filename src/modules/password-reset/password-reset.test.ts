@@ -7,7 +7,7 @@ import { type ClientResponse, TestClient } from '../../../test/helpers/client.ts
 import { minutes } from '../../../test/helpers/clock.ts'
 import { createUser, signedInClient, uniqueEmail } from '../../../test/helpers/factories.ts'
 import { type ReceivedMail, SmtpSink } from '../../../test/helpers/smtp-sink.ts'
-import type { Database } from '../../db/client.ts'
+import { sharedDatabase } from '../../../test/helpers/test-database.ts'
 import { passwordResetTokens } from '../../db/schema/index.ts'
 
 const SENT = { message: 'We have emailed your password reset link.' }
@@ -27,15 +27,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await t.close()
   await sink.stop()
-})
-
-/** The file's database for a second app (another config); closing that app leaves it open. */
-const sharedDatabase = (): Database => ({
-  db: t.database.db,
-  kind: t.database.kind,
-  migrate: () => t.database.migrate(),
-  ping: () => t.database.ping(),
-  close: async () => {},
 })
 
 const isResetMail = (mail: ReceivedMail) => mail.subject === 'Reset Password Notification'
@@ -112,7 +103,7 @@ describe('POST /api/password/email', () => {
   it('uses APP_URL for the link when FRONTEND_URL is empty', async () => {
     const bare = await buildTestApp({
       env: { MAIL_URL: sink.url, FRONTEND_URL: '', APP_URL: 'https://api.trading.test' },
-      database: sharedDatabase(),
+      database: sharedDatabase(t.database),
     })
     try {
       const { user } = await createUser(bare.database.db)
@@ -196,7 +187,7 @@ describe('POST /api/password/email', () => {
     const port = (silent.address() as { port: number }).port
     const slow = await buildTestApp({
       env: { MAIL_URL: `smtp://127.0.0.1:${port}` },
-      database: sharedDatabase(),
+      database: sharedDatabase(t.database),
     })
     try {
       const { user } = await createUser(slow.database.db)
