@@ -1,0 +1,84 @@
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { createEventBus, type EventBus } from '../lib/events.ts'
+
+/**
+ * The application's named events (the spec's "Application events"), name -> payload. A module that
+ * owns an event may declare it next to the code that emits it, by declaration merging:
+ *   declare module '../../plugins/events.ts' { interface AppEvents { ActivityLogged: {...} } }
+ * (activities does so for `ActivityLogged`). The rest are typed here so emitters and listeners agree
+ * before their modules exist. Payloads carry ids and safe fields only: never a token or a secret.
+ *
+ * The spec's mail names are mails, not events: each is a message its module writes to the outbox
+ * with `app.mailer.queue(mail, tx)` in the transaction of the change that causes it —
+ * `ContactFormSubmitted`, `SupportRequested`, `IssueReported` (support), `InviteUserMail` (chat
+ * invites), `UserCreated`, `UserRoleChanged`, `UserBlockedUnblocked` (admin users).
+ */
+export interface AppEvents {
+  /** A group owner or admin accepted or declined a request to join a group. */
+  JoinRequestResponded: {
+    joinRequestId: number
+    groupId: number
+    /** Who asked to join. */
+    userId: number
+    respondedBy: number
+    accepted: boolean
+  }
+  /** An AI call made in a chat conversation finished; its answer is stored as `messageId`. */
+  AiCallCompleted: {
+    aiCallId: number
+    userId: number
+    groupId: number | null
+    messageId: number | null
+    agent: string
+    inputTokens: number
+    outputTokens: number
+    durationMs: number
+  }
+  /** An AI call failed; `reason` is safe to show (no upstream detail, no credential). */
+  AiCallFailed: {
+    aiCallId: number
+    userId: number
+    groupId: number | null
+    agent: string
+    reason: string
+  }
+  /** A group was deleted; `memberIds` are who belonged to it, for fan-out after the rows are gone. */
+  GroupDeleted: { groupId: number; deletedBy: number; memberIds: number[] }
+  /** A message was deleted from a group (`groupId`) or a direct conversation (`receiverId`). */
+  MessageDeleted: {
+    messageId: number
+    senderId: number
+    groupId: number | null
+    receiverId: number | null
+    deletedBy: number
+  }
+  /** A member left a group (or was removed from it). */
+  UserLeftGroup: { groupId: number; userId: number }
+  /** A chat message to push to its audience in real time; `message` is its JSON as the API presents it. */
+  SocketMessage: {
+    messageId: number
+    senderId: number
+    groupId: number | null
+    receiverId: number | null
+    message: Record<string, unknown>
+  }
+  /** A user's broker token changed (stored or cleared); the token itself never travels in an event. */
+  TokenUpdatedEvent: { userId: number; brokerAccountHash: string | null; expiresAt: Date | null }
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    events: EventBus<AppEvents>
+  }
+}
+
+/** `app.events`: the in-process bus; a failing listener is logged, never fails the request. */
+async function eventsPlugin(app: FastifyInstance) {
+  app.decorate(
+    'events',
+    createEventBus<AppEvents>((err, name) => app.log.error({ err, event: name }, 'event listener failed')),
+  )
+}
+
+export default fp(eventsPlugin, { name: 'events' })
