@@ -7,15 +7,26 @@ import { type Database, openDatabase } from './db/client.ts'
 import { type Clock, systemClock } from './lib/clock.ts'
 import { loggerOptions } from './lib/logging.ts'
 import { ajvOptions, configureFormats } from './lib/validation.ts'
+import accountsRoutes from './modules/accounts/accounts.routes.ts'
+import activitiesRoutes from './modules/activities/activities.routes.ts'
+import adminUsersRoutes from './modules/admin/users/admin-users.routes.ts'
 import authRoutes from './modules/auth/auth.routes.ts'
+import billingRoutes from './modules/billing/billing.routes.ts'
+import conditionsRoutes from './modules/conditions/conditions.routes.ts'
+import creditsRoutes from './modules/credits/credits.routes.ts'
+import creditHoldsRoutes from './modules/credits/holds/holds.routes.ts'
 import emailVerificationRoutes from './modules/email-verification/email-verification.routes.ts'
 import healthRoutes from './modules/health/health.routes.ts'
 import knowledgeBaseRoutes from './modules/knowledge-base/knowledge-base.routes.ts'
+import marketDataRoutes from './modules/market-data/market-data.routes.ts'
 import passwordResetRoutes from './modules/password-reset/password-reset.routes.ts'
 import profileRoutes from './modules/profile/profile.routes.ts'
+import strategiesRoutes from './modules/strategies/strategies.routes.ts'
+import supportRoutes from './modules/support/support.routes.ts'
 import twoFactorRoutes from './modules/two-factor/two-factor.routes.ts'
 import userDataRoutes from './modules/user-data/user-data.routes.ts'
 import bodyPlugin from './plugins/body.ts'
+import cachePlugin from './plugins/cache.ts'
 import clockPlugin from './plugins/clock.ts'
 import corsPlugin from './plugins/cors.ts'
 import dbPlugin from './plugins/db.ts'
@@ -24,9 +35,11 @@ import eventsPlugin from './plugins/events.ts'
 import guardsPlugin from './plugins/guards.ts'
 import mailerPlugin from './plugins/mailer.ts'
 import openapiPlugin from './plugins/openapi.ts'
+import outboxPlugin from './plugins/outbox.ts'
 import rateLimitPlugin from './plugins/rate-limit.ts'
 import redisPlugin from './plugins/redis.ts'
 import sessionPlugin from './plugins/session.ts'
+import upstreamPlugin from './plugins/upstream.ts'
 
 /** What tests (or another host) may hand in instead of what the config describes. */
 export interface AppOverrides {
@@ -81,11 +94,14 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   await app.register(eventsPlugin)
   await app.register(dbPlugin, { database })
   await app.register(redisPlugin, { redis })
+  await app.register(outboxPlugin)
   await app.register(mailerPlugin, { config })
   await app.register(cookie)
   await app.register(bodyPlugin)
   await app.register(corsPlugin, { origins: config.frontendOrigins })
   await app.register(rateLimitPlugin)
+  await app.register(cachePlugin, { config })
+  await app.register(upstreamPlugin, { config })
   await app.register(sessionPlugin, { config })
   await app.register(guardsPlugin)
   await app.register(openapiPlugin, { appUrl: config.appUrl })
@@ -99,6 +115,16 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   await app.register(profileRoutes, { config })
   await app.register(userDataRoutes)
   await app.register(knowledgeBaseRoutes, { contentDir: overrides.knowledgeBaseDir })
+  await app.register(marketDataRoutes, { config })
+  await app.register(strategiesRoutes, { config })
+  await app.register(conditionsRoutes, { config })
+  await app.register(activitiesRoutes)
+  await app.register(creditHoldsRoutes, { config })
+  await app.register(accountsRoutes, { config })
+  await app.register(creditsRoutes, { config })
+  await app.register(billingRoutes, { config })
+  await app.register(adminUsersRoutes, { config })
+  await app.register(supportRoutes, { config })
 
   return app
 }

@@ -17,6 +17,7 @@ Commands:
                                            create a user, validated like registration
   key:generate                             print a new APP_KEY
   kb:sync [--dir <folder>]                 sync the knowledge base articles (default content/knowledge-base/)
+  outbox:status                            print pending and failed outbox rows (mail waiting or given up)
 `
 
 const checkRegistration = compileValidator(RegisterBody)
@@ -135,6 +136,21 @@ async function kbSync(args: string[]): Promise<number> {
   }
 }
 
+async function outboxStatus(args: string[]): Promise<number> {
+  parseArgs({ args, strict: true, allowPositionals: false })
+  const config = loadConfig()
+  const database = await openDatabase(config)
+  try {
+    await database.migrate()
+    const { createOutboxRepository, formatOutboxStatus } = await import('./lib/outbox/outbox.repository.ts')
+    const status = await createOutboxRepository({ db: database.db }).status()
+    console.log(`Outbox (${describeDatabase(config)})\n${formatOutboxStatus(status, systemClock.now())}`)
+    return 0
+  } finally {
+    await database.close()
+  }
+}
+
 function isParseArgsError(error: unknown): error is Error {
   return error instanceof Error && String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS_')
 }
@@ -144,6 +160,7 @@ const commands: Record<string, (args: string[]) => Promise<number>> = {
   'users:create': createUser,
   'key:generate': keyGenerate,
   'kb:sync': kbSync,
+  'outbox:status': outboxStatus,
 }
 
 async function main([command, ...args]: string[]): Promise<number> {

@@ -87,6 +87,9 @@ describe('loadConfig', () => {
     ['LOG_LEVEL', 'loud'],
     ['APP_KEY', 'base64:c2hvcnQ='],
     ['APP_KEY', 'dGVzdC1hcHAta2V5LXRlc3QtYXBwLWtleS10ZXN0LWE='],
+    ['HOLD_DEFAULT_CREDITS', '0'],
+    ['HOLD_DEFAULT_CREDITS', '0.0000'],
+    ['HOLD_DEFAULT_CREDITS', '1.00001'],
   ])('%s=%s is refused with a message naming the variable', (name, value) => {
     const error = configError({ APP_KEY, [name]: value })
     expect(error.problems).toHaveLength(1)

@@ -133,6 +133,10 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
       'UPSTREAM_BASE_URL: required when NODE_ENV=production (the built-in simulator runs only outside production)',
     )
   }
+  // The database refuses a hold of 0 credits (credit_holds_amount_positive).
+  if (env.HOLD_DEFAULT_CREDITS !== undefined && Number(env.HOLD_DEFAULT_CREDITS) <= 0) {
+    problems.push('HOLD_DEFAULT_CREDITS: must be greater than 0')
+  }
   if (problems.length > 0) throw new ConfigError(problems)
 
   const dataDir = resolve(cwd, env.DATA_DIR ?? 'storage')
@@ -170,6 +174,11 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
     }),
     supportEmail: env.SUPPORT_EMAIL ?? 'support@localhost',
   })
+}
+
+/** The same config pointed at another upstream (the in-process simulator of server.ts). */
+export function withUpstream(config: Config, baseUrl: string, token: string): Config {
+  return Object.freeze({ ...config, upstream: Object.freeze({ ...config.upstream, baseUrl, token }) })
 }
 
 /** A fresh random APP_KEY in Laravel's `base64:` form. */

@@ -5,16 +5,20 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import nodemailer from 'nodemailer'
 import type { Config } from '../config.ts'
+import type { Db } from '../db/client.ts'
+import { decryptSecret, encryptSecret } from '../lib/encryption.ts'
 import type { MailMessage } from '../lib/mail/message.ts'
 
 export interface Mailer {
-  /** Delivers now; rejects when the SMTP server (or the mail folder) refuses. */
+  /** Delivers now; rejects when the SMTP server (or the mail folder) refuses. The outbox worker's tool. */
   send(mail: MailMessage): Promise<void>
   /**
-   * Delivers after the answer, so a slow or failing mail server neither delays nor fails the request
-   * (nor tells, by timing, whether an account exists). Failures are logged; closing the app waits.
+   * Writes the mail to the outbox through `tx` (or the app's database): passed the caller's
+   * transaction, the mail exists if and only if the change that causes it commits. The outbox worker
+   * sends it after the answer with retries, so a slow or failing mail server neither delays nor fails
+   * the request (nor tells, by timing, whether an account exists), and loses nothing.
    */
-  queue(mail: MailMessage): void
+  queue(mail: MailMessage, tx?: Db): Promise<void>
 }
 
 declare module 'fastify' {
@@ -23,13 +27,28 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * A queued mail as its outbox row holds it: recipient and subject readable for operators, the rest
+ * (bodies with reset and verification links) sealed under APP_KEY, so the table holds no usable token.
+ */
+interface QueuedMail extends Record<string, unknown> {
+  to: string
+  subject: string
+  sealed: string
+}
+
 /** SMTP when MAIL_URL is set; otherwise each mail becomes an .eml file under DATA_DIR/mail. */
 async function mailerPlugin(app: FastifyInstance, { config }: { config: Config }) {
   const mailDir = join(config.dataDir, 'mail')
   const transport = config.mail.url
-    ? nodemailer.createTransport(config.mail.url)
+    ? // Bounded well inside the outbox lease, so a hanging server cannot outlive a claim.
+      nodemailer.createTransport({
+        url: config.mail.url,
+        connectionTimeout: 10_000,
+        greetingTimeout: 10_000,
+        socketTimeout: 30_000,
+      })
     : nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' })
-  const pending = new Set<Promise<void>>()
 
   const send = async (mail: MailMessage) => {
     const info = await transport.sendMail({ from: config.mail.from, ...mail })
@@ -40,20 +59,26 @@ async function mailerPlugin(app: FastifyInstance, { config }: { config: Config }
     app.log.info({ subject: mail.subject, file }, 'mail written to a file (MAIL_URL is not set)')
   }
 
+  app.outbox.handle('mail', async (payload) => {
+    const { sealed } = payload as QueuedMail
+    await send(JSON.parse(decryptSecret(sealed, config.appKey)) as MailMessage)
+  })
+
   app.decorate('mailer', {
     send,
-    queue(mail) {
-      const delivery = send(mail)
-        .catch((err) => app.log.error({ err, subject: mail.subject }, 'mail delivery failed'))
-        .finally(() => pending.delete(delivery))
-      pending.add(delivery)
+    async queue(mail, tx) {
+      const row: QueuedMail = {
+        to: mail.to,
+        subject: mail.subject,
+        sealed: encryptSecret(JSON.stringify(mail), config.appKey),
+      }
+      await app.outbox.enqueue('mail', row, tx)
     },
   } satisfies Mailer)
 
   app.addHook('onClose', async () => {
-    await Promise.allSettled([...pending])
     transport.close()
   })
 }
 
-export default fp(mailerPlugin, { name: 'mailer' })
+export default fp(mailerPlugin, { name: 'mailer', dependencies: ['outbox'] })

@@ -3,6 +3,7 @@ import { eq } from 'drizzle-orm'
 import type { Db } from '../../src/db/client.ts'
 import { type UserRow, users } from '../../src/db/schema/index.ts'
 import { systemClock } from '../../src/lib/clock.ts'
+import { createLedgerService } from '../../src/modules/credits/ledger.service.ts'
 import { createUsersService } from '../../src/modules/users/users.service.ts'
 import type { TestApp } from './build-test-app.ts'
 import { TestClient } from './client.ts'
@@ -51,4 +52,12 @@ export async function signedInClient(
   const res = await client.post('/api/login', { email: user.email, password })
   if (res.status !== 200) throw new Error(`login failed: ${res.status} ${res.text}`)
   return { client, user, password }
+}
+
+/** Credits `amount` (a decimal string or number) to the user through the ledger, as an admin adjustment would. */
+export async function grantCredits(db: Db, userId: number, amount: string | number): Promise<void> {
+  const ledger = createLedgerService({ db, clock: systemClock })
+  await ledger.withLockedAccount(userId, (tx) =>
+    ledger.append(tx, { userId, amount: String(amount), kind: 'admin_adjustment', reason: 'test grant' }),
+  )
 }

@@ -339,6 +339,34 @@ describe('node src/server.ts on embedded PGlite under DATA_DIR', () => {
   )
 })
 
+describe('node src/server.ts without UPSTREAM_BASE_URL', () => {
+  it(
+    'runs the upstream simulator in-process, logs its URL, and serves GET /api/markets from it',
+    async () => {
+      const server = await startServer({ DATA_DIR: tempDir(), APP_KEY: TEST_APP_KEY })
+      const line = logLines(server).find((l) => String(l.msg).startsWith('upstream simulator running at '))
+      expect(line, server.stdout()).toBeDefined()
+      const url = String(line?.url)
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+      expect(line?.msg).toBe(`upstream simulator running at ${url}`)
+      // It is the simulator, and it checks the bearer token (a one-off one here, never logged).
+      const direct = await fetch(`${url}/markets`)
+      expect(direct.status).toBe(401)
+      expect(await direct.json()).toEqual({ message: 'Unauthenticated.' })
+
+      const client = new TestClient(server.baseUrl)
+      expect((await client.post('/api/register', registration())).status).toBe(201)
+      const markets = await client.get('/api/markets')
+      expect(markets.status, markets.text).toBe(200)
+      expect(markets.data.map((m: { id: string }) => m.id)).toEqual(['US', 'EU', 'JP', 'CRYPTO', 'FX'])
+
+      expect(await stopServer(server)).toEqual({ code: 0, signal: null })
+      expect(await connectionRefused(Number(new URL(url).port), 1_000)).toBe(true)
+    },
+    PROCESS_TEST_TIMEOUT,
+  )
+})
+
 describe('node src/server.ts with a bad environment', () => {
   it('PORT=abc exits 1 with a message naming PORT', async () => {
     const server = await spawnServer({ DATA_DIR: tempDir(), APP_KEY: TEST_APP_KEY, PORT: 'abc' })
@@ -355,6 +383,12 @@ describe('node src/server.ts with a bad environment', () => {
     // It stopped before touching anything: no key generated, no database created.
     expect(existsSync(join(dataDir, 'app-key'))).toBe(false)
     expect(existsSync(join(dataDir, 'db'))).toBe(false)
+  })
+  it('NODE_ENV=production without UPSTREAM_BASE_URL exits 1 with a message naming it', async () => {
+    const server = await spawnServer({ NODE_ENV: 'production', DATA_DIR: tempDir(), APP_KEY: TEST_APP_KEY })
+    expect(await server.exited).toEqual({ code: 1, signal: null })
+    expect(server.stderr()).toMatch(/^ {2}- UPSTREAM_BASE_URL: required when NODE_ENV=production/m)
+    expect(server.stdout()).not.toContain('upstream simulator')
   })
 })
 

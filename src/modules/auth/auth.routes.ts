@@ -4,6 +4,7 @@ import { Type } from 'typebox'
 import type { Config } from '../../config.ts'
 import { commonErrorResponses } from '../../lib/http-schemas.ts'
 import { signedInUser, type ThrottleRule } from '../../plugins/guards.ts'
+import { createLedgerService } from '../credits/ledger.service.ts'
 import { createEmailVerificationService } from '../email-verification/email-verification.service.ts'
 import { presentUser } from '../users/users.presenters.ts'
 import { UserResponse } from '../users/users.schemas.ts'
@@ -30,6 +31,7 @@ export default async function authRoutes(fastify: FastifyInstance, { config }: {
   const users = createUsersService({ db: app.db, clock: app.clock })
   const verification = createEmailVerificationService({ config, clock: app.clock, mailer: app.mailer, users })
   const auth = createAuthService({ users, clock: app.clock })
+  const ledger = createLedgerService({ db: app.db, clock: app.clock })
   const tags = ['auth']
 
   app.get('/guard/csrf-cookie', { schema: { tags, response: NoContent } }, async (request, reply) => {
@@ -43,9 +45,10 @@ export default async function authRoutes(fastify: FastifyInstance, { config }: {
     async (request, reply) => {
       const user = await auth.register(request.body)
       await app.sessionControl.signIn(request, user)
-      // Laravel's Registered event: the verification link goes out after the answer.
-      verification.sendLink(user)
-      return reply.code(201).send(presentUser(user, { appUrl: config.appUrl }))
+      // Laravel's Registered event: the verification link is queued; the outbox sends it after the answer.
+      await verification.sendLink(user)
+      const credits = await ledger.summary(user.id)
+      return reply.code(201).send(presentUser(user, { appUrl: config.appUrl, credits }))
     },
   )
 
@@ -83,6 +86,9 @@ export default async function authRoutes(fastify: FastifyInstance, { config }: {
       config: { auth: 'session' },
       schema: { tags, response: { 200: UserResponse, ...commonErrorResponses } },
     },
-    async (request) => presentUser(signedInUser(request), { appUrl: config.appUrl }),
+    async (request) => {
+      const user = signedInUser(request)
+      return presentUser(user, { appUrl: config.appUrl, credits: await ledger.summary(user.id) })
+    },
   )
 }

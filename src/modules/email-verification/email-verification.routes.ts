@@ -48,7 +48,7 @@ export default async function emailVerificationRoutes(
       schema: { tags, response: { 200: MessageResponse, ...commonErrorResponses } },
     },
     async (request) => {
-      const sent = verification.sendLink(signedInUser(request))
+      const sent = await verification.sendLink(signedInUser(request))
       return { message: sent ? 'Verification link sent.' : 'Email already verified.' }
     },
   )

@@ -35,12 +35,12 @@ export function createEmailVerificationService(deps: {
     verificationUrl,
 
     /**
-     * Mails the link (after the answer, see Mailer.queue); answers false, mailing nothing, for an
-     * address already verified.
+     * Queues the link (the outbox sends it after the answer, see Mailer.queue); answers false, mailing
+     * nothing, for an address already verified.
      */
-    sendLink(user: UserRow): boolean {
+    async sendLink(user: UserRow): Promise<boolean> {
       if (user.emailVerifiedAt) return false
-      mailer.queue(
+      await mailer.queue(
         renderMail(user.email, {
           subject: 'Verify Email Address',
           lines: ['Please click the button below to verify your email address.'],

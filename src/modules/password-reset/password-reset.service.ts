@@ -41,33 +41,34 @@ export function createPasswordResetService(deps: {
   return {
     /**
      * Fortify's forgot-password without its tells: an unknown email, or a link asked for again within a
-     * minute, mails nothing but answers the same. The mail goes out after the answer (Mailer.queue).
+     * minute, mails nothing but answers the same. The token and its mail are stored in one transaction
+     * (a token whose mail was never queued would block a retry for a minute); the outbox sends it.
      */
     async sendResetLink(email: string): Promise<void> {
       const user = await users.findByEmail(email)
       if (!user) return
       const token = randomBytes(32).toString('hex')
       const now = clock.now()
-      const issued = await repo.issue(
-        user.email,
-        hashToken(token),
-        now,
-        new Date(now.getTime() - REISSUE_AFTER_MS),
-      )
-      if (!issued) return
-      mailer.queue(
-        renderMail(user.email, {
-          subject: 'Reset Password Notification',
-          lines: [
-            'You are receiving this email because we received a password reset request for your account.',
-          ],
-          action: { label: 'Reset Password', url: resetUrl(token, user.email) },
-          outro: [
-            'This password reset link will expire in 60 minutes.',
-            'If you did not request a password reset, no further action is required.',
-          ],
-        }),
-      )
+      const mail = renderMail(user.email, {
+        subject: 'Reset Password Notification',
+        lines: [
+          'You are receiving this email because we received a password reset request for your account.',
+        ],
+        action: { label: 'Reset Password', url: resetUrl(token, user.email) },
+        outro: [
+          'This password reset link will expire in 60 minutes.',
+          'If you did not request a password reset, no further action is required.',
+        ],
+      })
+      await deps.db.transaction(async (tx) => {
+        const issued = await createPasswordResetRepository({ db: tx }).issue(
+          user.email,
+          hashToken(token),
+          now,
+          new Date(now.getTime() - REISSUE_AFTER_MS),
+        )
+        if (issued) await mailer.queue(mail, tx)
+      })
     },
 
     /**
@@ -85,7 +86,7 @@ export function createPasswordResetService(deps: {
       if (!user) throw invalidToken()
       await users.setPassword(user, input.password)
       // Tells the owner at once, in case it was not them.
-      mailer.queue(
+      await mailer.queue(
         renderMail(user.email, {
           subject: 'Your password has been changed',
           lines: [

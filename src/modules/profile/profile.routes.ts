@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Config } from '../../config.ts'
 import { commonErrorResponses, MessageResponse } from '../../lib/http-schemas.ts'
 import { signedInUser } from '../../plugins/guards.ts'
+import { createLedgerService } from '../credits/ledger.service.ts'
 import { createEmailVerificationService } from '../email-verification/email-verification.service.ts'
 import { presentUser } from '../users/users.presenters.ts'
 import { UserResponse } from '../users/users.schemas.ts'
@@ -28,6 +29,7 @@ export default async function profileRoutes(fastify: FastifyInstance, { config }
   const verification = createEmailVerificationService({ config, clock: app.clock, mailer: app.mailer, users })
   const photos = createProfilePhotosService({ users, dataDir: config.dataDir, log: app.log })
   const profile = createProfileService({ users, verification, photos })
+  const ledger = createLedgerService({ db: app.db, clock: app.clock })
   const tags = ['profile']
   const auth = { auth: 'session' } as const
   const userResponse = { 200: UserResponse, ...commonErrorResponses }
@@ -38,7 +40,7 @@ export default async function profileRoutes(fastify: FastifyInstance, { config }
     { config: auth, schema: { tags, body: ProfileInformationBody, response: userResponse } },
     async (request) => {
       const user = await profile.updateProfile(signedInUser(request), request.body)
-      return presentUser(user, { appUrl: config.appUrl })
+      return presentUser(user, { appUrl: config.appUrl, credits: await ledger.summary(user.id) })
     },
   )
 
@@ -47,7 +49,7 @@ export default async function profileRoutes(fastify: FastifyInstance, { config }
     { config: auth, schema: { tags, body: ProfileBody, response: userResponse } },
     async (request) => {
       const user = await profile.updateProfile(signedInUser(request), request.body)
-      return presentUser(user, { appUrl: config.appUrl })
+      return presentUser(user, { appUrl: config.appUrl, credits: await ledger.summary(user.id) })
     },
   )
 

@@ -27,7 +27,7 @@ export function createProfileService(deps: {
         phone: input.phone ? e164(input.phone) : input.phone,
       })
       if (!updated) throw unauthenticated()
-      if (updated.email !== user.email.toLowerCase()) verification.sendLink(updated)
+      if (updated.email !== user.email.toLowerCase()) await verification.sendLink(updated)
       return updated
     },
 

@@ -8,7 +8,7 @@ export interface CreditSummary {
   credits_available_for_automation: number
 }
 
-// Until the credits ledger exists every user has none.
+// A user shown without a summary (a brand-new one, say) has no credits.
 const noCredits: CreditSummary = {
   available_credits: 0,
   held_credits: 0,

@@ -6,6 +6,7 @@ import { HttpError, notFound } from '../../../lib/errors.ts'
 import { commonErrorResponses, MessageResponse } from '../../../lib/http-schemas.ts'
 import { IMAGE_CONTENT_TYPES } from '../../../lib/images.ts'
 import { signedInUser } from '../../../plugins/guards.ts'
+import { createLedgerService } from '../../credits/ledger.service.ts'
 import { presentUser } from '../../users/users.presenters.ts'
 import { UserResponse } from '../../users/users.schemas.ts'
 import { createUsersService } from '../../users/users.service.ts'
@@ -41,6 +42,7 @@ export default async function profilePhotosRoutes(fastify: FastifyInstance, { co
   await app.register(multipart, { limits: multipartLimits, throwFileSizeLimit: false })
   const users = createUsersService({ db: app.db, clock: app.clock })
   const photos = createProfilePhotosService({ users, dataDir: config.dataDir, log: app.log })
+  const ledger = createLedgerService({ db: app.db, clock: app.clock })
   const tags = ['profile']
   const userResponse = { 200: UserResponse, ...commonErrorResponses }
 
@@ -54,14 +56,17 @@ export default async function profilePhotosRoutes(fastify: FastifyInstance, { co
     },
     async (request) => {
       const user = await photos.replace(signedInUser(request), await readPhoto(request))
-      return presentUser(user, { appUrl: config.appUrl })
+      return presentUser(user, { appUrl: config.appUrl, credits: await ledger.summary(user.id) })
     },
   )
 
   app.delete(
     '/api/user-profile/profile-photo',
     { config: { auth: 'session' }, schema: { tags, response: userResponse } },
-    async (request) => presentUser(await photos.remove(signedInUser(request)), { appUrl: config.appUrl }),
+    async (request) => {
+      const user = await photos.remove(signedInUser(request))
+      return presentUser(user, { appUrl: config.appUrl, credits: await ledger.summary(user.id) })
+    },
   )
 
   // Public, as Laravel's public disk is: the random file name is what keeps a photo unlisted.

@@ -1,0 +1,218 @@
+/**
+ * `npm run bench:proxy`: what the caching proxy costs on a warm cache, and single-flight on a cold key.
+ *
+ * In one run, on loopback:
+ *   (a) a bare node:http server answering the very bytes `GET /api/markets` answers;
+ *   (b) the app (PGlite in a temp DATA_DIR, a local simulated upstream) answering `GET /api/markets`
+ *       to a signed-in session on a warm cache;
+ *   each at BENCH_CONNECTIONS (64) connections for BENCH_SECONDS (10) with autocannon, its load
+ *   generated in a worker thread so it does not share the servers' event loop. Printed: both request
+ *   rates, the ratio b/a and p50/p99 latency.
+ *   (c) BENCH_COLD (1000) concurrent requests for one cold key: how many upstream calls were made.
+ * BENCH_DATABASE_URL (optional) runs the app on that PostgreSQL database instead of PGlite.
+ */
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import os from 'node:os'
+import { join } from 'node:path'
+import autocannon from 'autocannon'
+import { Agent, Pool, request } from 'undici'
+import { buildApp } from '../src/app.ts'
+import { generateAppKey, loadConfig } from '../src/config.ts'
+import { systemClock } from '../src/lib/clock.ts'
+import { createUsersService } from '../src/modules/users/users.service.ts'
+import { createSimulator } from '../src/upstream-sim/simulator.ts'
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64)
+const COLD = Number(process.env.BENCH_COLD ?? 1000)
+// An upstream answer takes this long, so the cold requests really overlap one call in flight.
+const UPSTREAM_DELAY_MS = Number(process.env.BENCH_UPSTREAM_DELAY_MS ?? 50)
+const TOKEN = 'bench-upstream-token'
+const PASSWORD = 'bench password 1234'
+
+const listen = async (server: Server): Promise<string> => {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+}
+const stop = (server: Server) =>
+  new Promise<void>((resolve) => {
+    server.closeAllConnections()
+    server.close(() => resolve())
+  })
+
+/** The simulated upstream over HTTP, counting the calls it gets per path. */
+async function countingUpstream() {
+  const simulator = createSimulator()
+  const calls = new Map<string, number>()
+  const server = createServer((req, res) => {
+    const url = req.url ?? '/'
+    const [path = '/', query = ''] = url.split('?')
+    calls.set(path, (calls.get(path) ?? 0) + 1)
+    req.resume()
+    req.on('end', () => {
+      setTimeout(() => {
+        const userId = req.headers['x-user-id']
+        const answer = simulator.handle({
+          method: req.method ?? 'GET',
+          path,
+          query: new URLSearchParams(query),
+          userId: typeof userId === 'string' ? userId : undefined,
+          body: undefined,
+        })
+        res.writeHead(answer.status, { 'content-type': 'application/json' })
+        res.end(JSON.stringify(answer.body))
+      }, UPSTREAM_DELAY_MS)
+    })
+  })
+  return { url: await listen(server), calls, close: () => stop(server) }
+}
+
+/** Signs in over HTTP as the app does: CSRF cookie, then login; answers the cookie header to send. */
+async function signIn(http: Pool, email: string): Promise<string> {
+  const cookies = new Map<string, string>()
+  const keep = (setCookie: string | string[] | undefined) => {
+    for (const line of [setCookie ?? []].flat()) {
+      const [pair = ''] = line.split(';')
+      const at = pair.indexOf('=')
+      cookies.set(pair.slice(0, at), pair.slice(at + 1))
+    }
+  }
+  const cookieHeader = () => [...cookies].map(([k, v]) => `${k}=${v}`).join('; ')
+  const csrf = await http.request({ path: '/guard/csrf-cookie', method: 'GET' })
+  await csrf.body.dump()
+  keep(csrf.headers['set-cookie'])
+  const login = await http.request({
+    path: '/api/login',
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json',
+      cookie: cookieHeader(),
+      'x-xsrf-token': decodeURIComponent(cookies.get('XSRF-TOKEN') ?? ''),
+    },
+    body: JSON.stringify({ email, password: PASSWORD }),
+  })
+  await login.body.dump()
+  if (login.statusCode !== 200) throw new Error(`login answered ${login.statusCode}`)
+  keep(login.headers['set-cookie'])
+  return cookieHeader()
+}
+
+interface Figures {
+  rate: number
+  p50: number
+  p99: number
+  non2xx: number
+  errors: number
+}
+
+async function load(url: string, headers: Record<string, string>): Promise<Figures> {
+  const result = await autocannon({
+    url,
+    headers,
+    connections: CONNECTIONS,
+    duration: SECONDS,
+    workers: 1,
+  })
+  return {
+    rate: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors,
+  }
+}
+
+const upstream = await countingUpstream()
+const dataDir = mkdtempSync(join(os.tmpdir(), 'bench-proxy-'))
+const config = loadConfig(
+  {
+    NODE_ENV: 'production',
+    APP_KEY: generateAppKey(),
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'silent',
+    UPSTREAM_BASE_URL: upstream.url,
+    UPSTREAM_API_TOKEN: TOKEN,
+    // Long enough that the warm entry stays warm for the whole run.
+    CACHE_TTL_SECONDS: '3600',
+    // PGlite by default, as `npm start` runs; BENCH_DATABASE_URL compares a PostgreSQL database.
+    ...(process.env.BENCH_DATABASE_URL ? { DATABASE_URL: process.env.BENCH_DATABASE_URL } : {}),
+  },
+  dataDir,
+)
+const app = await buildApp(config)
+await app.listen({ host: '127.0.0.1', port: 0 })
+const appUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+const http = new Pool(appUrl, { connections: 4 })
+
+try {
+  const email = `bench-${randomBytes(4).toString('hex')}@example.com`
+  await createUsersService({ db: app.db, clock: systemClock }).create({
+    name: 'Bench',
+    email,
+    password: PASSWORD,
+    verified: true,
+  })
+  const cookie = await signIn(http, email)
+  const headers = { cookie, accept: 'application/json' }
+
+  // Warm the entry, and take its exact bytes for the bare server.
+  const warm = await request(`${appUrl}/api/markets`, { headers })
+  const bytes = Buffer.from(await warm.body.arrayBuffer())
+  if (warm.statusCode !== 200) throw new Error(`GET /api/markets answered ${warm.statusCode}: ${bytes}`)
+  const again = await request(`${appUrl}/api/markets`, { headers })
+  await again.body.dump()
+  if (again.headers['x-cache'] !== 'HIT') throw new Error('the markets entry did not stay cached')
+
+  const bare = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': bytes.length })
+    res.end(bytes)
+  })
+  const bareUrl = await listen(bare)
+
+  console.log(
+    `machine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}, node ${process.version}`,
+  )
+  console.log(
+    `GET /api/markets answer: ${bytes.length} bytes; ${CONNECTIONS} connections, ${SECONDS} s each\n`,
+  )
+
+  const a = await load(bareUrl, {})
+  await stop(bare)
+  const b = await load(`${appUrl}/api/markets`, headers)
+
+  const row = (name: string, f: Figures) =>
+    `${name.padEnd(34)} ${f.rate.toFixed(0).padStart(8)} req/s   p50 ${String(f.p50).padStart(4)} ms   p99 ${String(f.p99).padStart(4)} ms   non-2xx ${f.non2xx}, errors ${f.errors}`
+  console.log(row('(a) bare node:http, same bytes', a))
+  console.log(row('(b) app, GET /api/markets (warm)', b))
+  console.log(`ratio b/a: ${(b.rate / a.rate).toFixed(2)} (target >= 0.5)\n`)
+
+  // (c) A key nobody read yet, asked for by COLD clients at once, each on its own connection.
+  const coldPath = '/tickers'
+  const before = upstream.calls.get(coldPath) ?? 0
+  const agent = new Agent({ connections: COLD, pipelining: 0 })
+  const statuses = await Promise.all(
+    Array.from({ length: COLD }, async () => {
+      const res = await request(`${appUrl}/api${coldPath}`, { headers, dispatcher: agent })
+      await res.body.dump()
+      return res.statusCode
+    }),
+  )
+  await agent.close()
+  const ok = statuses.filter((s) => s === 200).length
+  const calls = (upstream.calls.get(coldPath) ?? 0) - before
+  console.log(
+    `(c) ${COLD} concurrent cold requests for GET /api${coldPath}: ${ok} answered 200, ${calls} upstream call(s) (target 1)`,
+  )
+} finally {
+  await http.close()
+  await app.close()
+  await upstream.close()
+  rmSync(dataDir, { recursive: true, force: true })
+}

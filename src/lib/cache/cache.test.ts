@@ -1,0 +1,329 @@
+import { randomBytes } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Redis } from 'ioredis'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { createTestClock } from '../../../test/helpers/clock.ts'
+import { type Cache, type CacheDriver, createCache } from './cache.ts'
+import { createMemoryCacheDriver } from './memory.ts'
+import { createRedisCacheDriver } from './redis.ts'
+
+const redisUrl = process.env.TEST_REDIS_URL
+const redisClients: Redis[] = []
+/** A client of its own key prefix, so each test sees an empty cache whatever ran before. */
+function redisClient(prefix = `test:${randomBytes(6).toString('hex')}:`): Redis {
+  const client = new Redis(redisUrl ?? '', { keyPrefix: prefix })
+  redisClients.push(client)
+  return client
+}
+
+const opened: { cache: Cache; driver: CacheDriver }[] = []
+afterEach(async () => {
+  for (const { cache, driver } of opened.splice(0)) {
+    await driver.clear?.()
+    await cache.close()
+  }
+})
+afterAll(async () => {
+  await Promise.all(redisClients.map((c) => c.quit()))
+})
+
+interface Harness {
+  cache: Cache
+  /** Lets ms pass for the store: the test clock for memory, real time for Redis (whose clock we cannot move). */
+  pass(ms: number): Promise<void>
+}
+
+function open(driver: CacheDriver): Cache {
+  const cache = createCache(driver)
+  opened.push({ cache, driver })
+  return cache
+}
+
+// One contract, every driver: Redis joins when the run has one (CI's PostgreSQL + Redis run).
+const drivers: [string, () => Harness][] = [
+  [
+    'memory',
+    () => {
+      const clock = createTestClock()
+      const cache = open(createMemoryCacheDriver({ maxBytes: 1024 * 1024, clock }))
+      return { cache, pass: async (ms) => clock.advance(ms) }
+    },
+  ],
+  ...(redisUrl
+    ? [
+        [
+          'redis',
+          (): Harness => ({ cache: open(createRedisCacheDriver(redisClient())), pass: (ms) => sleep(ms) }),
+        ] as [string, () => Harness],
+      ]
+    : []),
+]
+
+/** A loader that counts its calls and answers what it is told, when the test says so. */
+function loader<T>(value: T) {
+  let release!: () => void
+  const gate = new Promise<void>((resolve) => {
+    release = resolve
+  })
+  let gated = false
+  const fn = async () => {
+    fn.calls++
+    if (gated) await gate
+    return value
+  }
+  fn.calls = 0
+  fn.hold = () => {
+    gated = true
+    return release
+  }
+  return fn
+}
+
+const ttl = { ttlSeconds: 60 }
+
+describe.each(drivers)('cache contract: %s driver', (_name, makeHarness) => {
+  it('misses once, then hits with the same JSON value without calling the loader', async () => {
+    const { cache } = makeHarness()
+    const value = { markets: [{ id: 'US', name: 'United States', open: true, tz: null }], n: 1.5 }
+    const fn = loader(value)
+    expect(await cache.remember('markets', ttl, fn)).toEqual({ value, hit: false })
+    expect(await cache.remember('markets', ttl, fn)).toEqual({ value, hit: true })
+    expect(fn.calls).toBe(1)
+    // Another key is another entry.
+    const other = loader(['x'])
+    expect(await cache.remember('markets?x=1', ttl, other)).toEqual({ value: ['x'], hit: false })
+    expect(other.calls).toBe(1)
+  })
+
+  it('rememberJson stores JSON text as is and answers it unchanged, with the same single-flight', async () => {
+    const { cache } = makeHarness()
+    const text = '{"data":[{"name":"Zürich \\"quoted\\""}], "spacing" :  1}'
+    let calls = 0
+    const fn = async () => {
+      calls++
+      await sleep(10)
+      return text
+    }
+    const cold = await Promise.all(Array.from({ length: 20 }, () => cache.rememberJson('raw', ttl, fn)))
+    for (const result of cold) expect(result).toEqual({ value: text, hit: false })
+    expect(await cache.rememberJson('raw', ttl, fn)).toEqual({ value: text, hit: true })
+    expect(calls).toBe(1)
+  })
+
+  it('expires an entry after its TTL, not before', async () => {
+    const { cache, pass } = makeHarness()
+    const fn = loader('v')
+    await cache.remember('short', { ttlSeconds: 0.4 }, fn)
+    await pass(100)
+    expect((await cache.remember('short', { ttlSeconds: 0.4 }, fn)).hit).toBe(true)
+    await pass(400)
+    expect(await cache.remember('short', { ttlSeconds: 0.4 }, fn)).toEqual({ value: 'v', hit: false })
+    expect(fn.calls).toBe(2)
+  })
+
+  it('stores nothing for a TTL of 0 or a value JSON cannot hold', async () => {
+    const { cache } = makeHarness()
+    const fn = loader(1)
+    await cache.remember('zero', { ttlSeconds: 0 }, fn)
+    await cache.remember('zero', { ttlSeconds: 0 }, fn)
+    expect(fn.calls).toBe(2)
+    const nothing = loader(undefined)
+    await cache.remember('undef', ttl, nothing)
+    expect((await cache.remember('undef', ttl, nothing)).hit).toBe(false)
+  })
+
+  it('invalidating tags drops exactly the entries stored under them', async () => {
+    const { cache } = makeHarness()
+    const put = (key: string, tags: string[]) => cache.remember(key, { ttlSeconds: 60, tags }, loader(key))
+    await put('a', ['user:1:strategies'])
+    await put('b', ['user:1:strategies', 'user:1:signals'])
+    await put('c', ['user:1:signals'])
+    await put('d', ['user:2:strategies'])
+    await put('e', [])
+    await cache.invalidateTags(['user:1:strategies'])
+    const hits = async () =>
+      Object.fromEntries(
+        await Promise.all(
+          ['a', 'b', 'c', 'd', 'e'].map(async (key) => {
+            // A TTL of 0 stores nothing: probing does not refill what it finds missing.
+            const { hit } = await cache.remember(key, { ttlSeconds: 0 }, loader('fresh'))
+            return [key, hit] as const
+          }),
+        ),
+      )
+    expect(await hits()).toEqual({ a: false, b: false, c: true, d: true, e: true })
+    await cache.invalidateTags(['user:1:signals', 'no-such-tag'])
+    await cache.invalidateTags([])
+    expect(await hits()).toEqual({ a: false, b: false, c: false, d: true, e: true })
+  })
+
+  it('single-flight: 50 concurrent misses for one key make one loader call', async () => {
+    const { cache } = makeHarness()
+    const fn = loader({ big: 'answer' })
+    const release = fn.hold()
+    const all = Array.from({ length: 50 }, () => cache.remember('cold', ttl, fn))
+    await sleep(20)
+    release()
+    const results = await Promise.all(all)
+    expect(fn.calls).toBe(1)
+    for (const result of results) expect(result).toEqual({ value: { big: 'answer' }, hit: false })
+    expect(await cache.remember('cold', ttl, fn)).toEqual({ value: { big: 'answer' }, hit: true })
+    expect(fn.calls).toBe(1)
+  })
+
+  it('a rejected loader fails every waiting caller and is never cached', async () => {
+    const { cache } = makeHarness()
+    let calls = 0
+    const failing = async () => {
+      calls++
+      await sleep(10)
+      throw new Error('Upstream request failed with status 503')
+    }
+    const results = await Promise.allSettled(
+      Array.from({ length: 10 }, () => cache.remember('flaky', ttl, failing)),
+    )
+    expect(calls).toBe(1)
+    for (const result of results) {
+      expect(result.status).toBe('rejected')
+      expect((result as PromiseRejectedResult).reason.message).toBe('Upstream request failed with status 503')
+    }
+    const fn = loader('recovered')
+    expect(await cache.remember('flaky', ttl, fn)).toEqual({ value: 'recovered', hit: false })
+    expect(await cache.remember('flaky', ttl, fn)).toEqual({ value: 'recovered', hit: true })
+  })
+
+  it('a load running when its tag is invalidated is answered, not stored, and not joined by later callers', async () => {
+    const { cache } = makeHarness()
+    const before = loader('before the write')
+    const release = before.hold()
+    const first = cache.remember('strategies', { ttlSeconds: 60, tags: ['user:1'] }, before)
+    await sleep(20)
+    await cache.invalidateTags(['user:1'])
+    const after = loader('after the write')
+    const second = await cache.remember('strategies', { ttlSeconds: 60, tags: ['user:1'] }, after)
+    expect(second).toEqual({ value: 'after the write', hit: false })
+    release()
+    expect(await first).toEqual({ value: 'before the write', hit: false })
+    expect(await cache.remember('strategies', { ttlSeconds: 60, tags: ['user:1'] }, loader('x'))).toEqual({
+      value: 'after the write',
+      hit: true,
+    })
+  })
+
+  it('clear empties the store', async () => {
+    const { cache } = makeHarness()
+    await cache.remember('k', { ttlSeconds: 60, tags: ['t'] }, loader(1))
+    const driver = opened.at(-1)?.driver
+    await driver?.clear?.()
+    expect((await cache.remember('k', ttl, loader(2))).value).toBe(2)
+  })
+})
+
+describe('cache: memory driver', () => {
+  it('keeps within its byte bound by evicting the least recently used entries', async () => {
+    const clock = createTestClock()
+    const cache = open(createMemoryCacheDriver({ maxBytes: 20_000, clock }))
+    const big = (i: number) => ({ i, pad: 'x'.repeat(1_000) })
+    for (let i = 0; i < 40; i++)
+      await cache.remember(`k${i}`, { ttlSeconds: 60, tags: ['all'] }, loader(big(i)))
+    // A TTL of 0 stores nothing, so probing does not refill (and evict) as it goes.
+    const hit = async (i: number) => (await cache.remember(`k${i}`, { ttlSeconds: 0 }, loader(big(i)))).hit
+    const kept = []
+    for (let i = 39; i >= 0; i--) if (await hit(i)) kept.push(i)
+    // Only the most recent entries that fit are kept: far fewer than 40 entries of 1 kB in 20 kB.
+    expect(kept.length).toBeGreaterThan(10)
+    expect(kept.length).toBeLessThan(20)
+    expect(kept).toEqual(Array.from({ length: kept.length }, (_, n) => 39 - n))
+    // Invalidation after evictions still finds exactly what is left.
+    await cache.invalidateTags(['all'])
+    for (let i = 39; i >= 0; i--) expect(await hit(i)).toBe(false)
+  })
+
+  it('does not store an entry larger than the whole bound', async () => {
+    const cache = open(createMemoryCacheDriver({ maxBytes: 2_000, clock: createTestClock() }))
+    const fn = loader('y'.repeat(5_000))
+    await cache.remember('huge', ttl, fn)
+    await cache.remember('huge', ttl, fn)
+    expect(fn.calls).toBe(2)
+  })
+})
+
+describe('cache: a failing store', () => {
+  it('degrades to misses and reports, so answers still come', async () => {
+    // A real client to a port nothing listens on, failing fast instead of queueing.
+    const dead = new Redis({ port: 1, host: '127.0.0.1', lazyConnect: true, enableOfflineQueue: false })
+    dead.on('error', () => {})
+    const errors: string[] = []
+    const cache = createCache(createRedisCacheDriver(dead), {
+      onError: (_e, operation) => errors.push(operation),
+    })
+    const fn = loader({ ok: true })
+    expect(await cache.remember('k', { ttlSeconds: 60, tags: ['t'] }, fn)).toEqual({
+      value: { ok: true },
+      hit: false,
+    })
+    expect(await cache.remember('k', ttl, fn)).toEqual({ value: { ok: true }, hit: false })
+    await cache.invalidateTags(['t'])
+    expect(fn.calls).toBe(2)
+    expect(errors).toEqual(expect.arrayContaining(['get', 'set', 'invalidate']))
+    await cache.close()
+    dead.disconnect()
+  })
+})
+
+// Only with a Redis to share (CI's PostgreSQL + Redis run); defined, not skipped, when there is one.
+if (redisUrl)
+  describe('cache: several instances over one Redis', () => {
+    function twoInstances() {
+      const prefix = `test:${randomBytes(6).toString('hex')}:`
+      return [
+        open(createRedisCacheDriver(redisClient(prefix))),
+        open(createRedisCacheDriver(redisClient(prefix))),
+      ]
+    }
+
+    it('an entry stored through one instance is a hit on the other; invalidation through either makes both miss at once', async () => {
+      const [a, b] = twoInstances() as [Cache, Cache]
+      const fn = loader(['strategy 1'])
+      await a.remember('user:1:strategies', { ttlSeconds: 60, tags: ['user:1'] }, fn)
+      expect((await b.remember('user:1:strategies', { ttlSeconds: 60, tags: ['user:1'] }, fn)).hit).toBe(true)
+      await b.invalidateTags(['user:1'])
+      expect((await a.remember('user:1:strategies', { ttlSeconds: 60, tags: ['user:1'] }, fn)).hit).toBe(
+        false,
+      )
+      expect(fn.calls).toBe(2)
+    })
+
+    it('a load running on one instance while another invalidates its tag is not stored', async () => {
+      const [a, b] = twoInstances() as [Cache, Cache]
+      const stale = loader('read before the write')
+      const release = stale.hold()
+      const running = a.remember('user:1:strategies', { ttlSeconds: 60, tags: ['user:1'] }, stale)
+      await sleep(20)
+      await b.invalidateTags(['user:1'])
+      release()
+      expect((await running).value).toBe('read before the write')
+      const fresh = loader('read after the write')
+      expect(await b.remember('user:1:strategies', { ttlSeconds: 60, tags: ['user:1'] }, fresh)).toEqual({
+        value: 'read after the write',
+        hit: false,
+      })
+    })
+
+    it('an invalidation on one instance detaches the other instance’s running load from later callers', async () => {
+      const [a, b] = twoInstances() as [Cache, Cache]
+      await sleep(50) // let a's subscription settle
+      const stale = loader('before')
+      const release = stale.hold()
+      const running = a.remember('k', { ttlSeconds: 60, tags: ['user:9'] }, stale)
+      await sleep(20)
+      await b.invalidateTags(['user:9'])
+      await sleep(50) // the announcement travels through Redis pub/sub
+      const fresh = loader('after')
+      const failSafe = setTimeout(release, 1000) // a wrongly joined call fails fast instead of hanging
+      expect((await a.remember('k', { ttlSeconds: 60, tags: ['user:9'] }, fresh)).value).toBe('after')
+      clearTimeout(failSafe)
+      release()
+      await running
+    })
+  })

@@ -1,0 +1,158 @@
+/** Where cached JSON lives: in this process (memory.ts) or shared by every instance (redis.ts). */
+export interface CacheDriver {
+  get(key: string): Promise<Buffer | string | undefined>
+  /**
+   * Stores value for ttlSeconds under tags. With `versions` (from tagVersions, taken before the value
+   * was computed) a driver shared by several instances skips the write when a tag was invalidated
+   * meanwhile, so an answer read before another instance's write is never stored after it.
+   */
+  set(key: string, value: string, ttlSeconds: number, tags: string[], versions?: unknown): Promise<void>
+  /** Drops every entry stored under any of these tags, for every instance sharing the store. */
+  invalidateTags(tags: string[]): Promise<void>
+  /** Snapshot of the tags' invalidation counters, for `set` (shared drivers only). */
+  tagVersions?(tags: string[]): Promise<unknown>
+  /** Registers a listener for invalidations made through any instance sharing the store (this one included). */
+  onInvalidate?(listener: (tags: string[]) => void): void
+  clear?(): Promise<void>
+  close(): Promise<void>
+}
+
+export interface RememberOptions {
+  ttlSeconds: number
+  tags?: string[]
+}
+
+export interface Cache {
+  /**
+   * The cached value for key or, on a miss, fn's result stored for ttlSeconds under tags. Concurrent
+   * misses for one key in this process share ONE fn call (single-flight). A rejected fn is never cached.
+   * Values must be JSON data; callers sharing one flight get the same object, so treat it as read-only.
+   */
+  remember<T>(
+    key: string,
+    options: RememberOptions,
+    fn: () => Promise<T>,
+  ): Promise<{ value: T; hit: boolean }>
+  /**
+   * remember() for a value that already is JSON text (an answer about to be sent as is): stored and
+   * returned unchanged, so a hit costs no parse and no second serialization.
+   */
+  rememberJson(
+    key: string,
+    options: RememberOptions,
+    fn: () => Promise<string>,
+  ): Promise<{ value: string; hit: boolean }>
+  /** Drops every entry stored under any of these tags, on every instance sharing the driver. */
+  invalidateTags(tags: string[]): Promise<void>
+  close(): Promise<void>
+}
+
+export interface CacheOptions {
+  /** Told about a failing store (the cache then behaves as a miss, so answers still come). */
+  onError?: (error: unknown, operation: 'get' | 'set' | 'invalidate') => void
+}
+
+interface Flight {
+  tags: readonly string[]
+  /** Set when one of its tags was invalidated while it ran: its result is answered but not stored. */
+  stale: boolean
+  promise: Promise<{ value: unknown; hit: boolean }>
+}
+
+/** The one cache mechanism: JSON values with a TTL and tags, single-flight per key in this process. */
+export function createCache(driver: CacheDriver, options: CacheOptions = {}): Cache {
+  const flights = new Map<string, Flight>()
+  const report = (error: unknown, operation: 'get' | 'set' | 'invalidate') =>
+    options.onError?.(error, operation)
+
+  // A flight started before an invalidation must neither be stored nor joined by later callers.
+  const forgetFlights = (tags: string[]) => {
+    if (flights.size === 0) return
+    const dropped = new Set(tags)
+    for (const [key, flight] of flights) {
+      if (flight.tags.some((tag) => dropped.has(tag))) {
+        flight.stale = true
+        flights.delete(key)
+      }
+    }
+  }
+  driver.onInvalidate?.(forgetFlights)
+
+  /** How a value becomes the stored text and back: JSON for remember(), nothing for rememberJson(). */
+  interface Codec<T> {
+    encode(value: T): string | undefined
+    decode(text: string): T
+  }
+  const jsonCodec: Codec<unknown> = {
+    encode: (value) => JSON.stringify(value),
+    decode: (text) => JSON.parse(text),
+  }
+  const textCodec: Codec<string> = { encode: (value) => value, decode: (text) => text }
+
+  async function load<T>(
+    key: string,
+    ttlSeconds: number,
+    tags: string[],
+    flight: Flight,
+    fn: () => Promise<T>,
+    codec: Codec<T>,
+  ) {
+    const cached = await driver.get(key).catch((error) => void report(error, 'get'))
+    if (cached !== undefined) {
+      try {
+        return { value: codec.decode(typeof cached === 'string' ? cached : cached.toString()), hit: true }
+      } catch (error) {
+        report(error, 'get') // an unreadable entry reads as a miss and is overwritten below
+      }
+    }
+    const versions =
+      driver.tagVersions && tags.length > 0
+        ? await driver.tagVersions(tags).catch((error) => void report(error, 'get'))
+        : undefined
+    const value = await fn()
+    const json = codec.encode(value)
+    if (!flight.stale && ttlSeconds > 0 && json !== undefined) {
+      await driver.set(key, json, ttlSeconds, tags, versions).catch((error) => report(error, 'set'))
+    }
+    return { value, hit: false }
+  }
+
+  function fly<T>(
+    key: string,
+    { ttlSeconds, tags = [] }: RememberOptions,
+    fn: () => Promise<T>,
+    codec: Codec<T>,
+  ) {
+    const running = flights.get(key)
+    if (running) return running.promise as Promise<{ value: T; hit: boolean }>
+    const flight: Flight = { tags, stale: false, promise: undefined as never }
+    const promise = load(key, ttlSeconds, tags, flight, fn, codec)
+    flight.promise = promise
+    flights.set(key, flight)
+    const land = () => {
+      if (flights.get(key) === flight) flights.delete(key)
+    }
+    promise.then(land, land)
+    return promise
+  }
+
+  return {
+    remember<T>(key: string, options: RememberOptions, fn: () => Promise<T>) {
+      return fly(key, options, fn, jsonCodec as Codec<T>)
+    },
+
+    rememberJson(key, options, fn) {
+      return fly(key, options, fn, textCodec)
+    },
+
+    async invalidateTags(tags) {
+      if (tags.length === 0) return
+      forgetFlights(tags)
+      await driver.invalidateTags(tags).catch((error) => report(error, 'invalidate'))
+    },
+
+    async close() {
+      await driver.close()
+    },
+  }
+}

@@ -1,0 +1,136 @@
+import { randomUUID } from 'node:crypto'
+import type { Redis } from 'ioredis'
+import type { CacheDriver } from './cache.ts'
+
+// KEYS: entry, tag sets (n), tag versions (n). ARGV: value, ttl ms, n, then the n versions seen
+// before the value was computed ('' = unknown: store anyway). A version that moved means a tag was
+// invalidated meanwhile (on any instance): the value may predate that write, so it is not stored.
+const SET_SCRIPT = `
+local n = tonumber(ARGV[3])
+if ARGV[4] ~= nil and ARGV[4] ~= '' then
+  for i = 1, n do
+    local current = redis.call('GET', KEYS[1 + n + i]) or '0'
+    if current ~= ARGV[3 + i] then return 0 end
+  end
+end
+local ttl = tonumber(ARGV[2])
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
+for i = 1, n do
+  redis.call('SADD', KEYS[1 + i], KEYS[1])
+  local left = redis.call('PTTL', KEYS[1 + i])
+  if left < ttl then redis.call('PEXPIRE', KEYS[1 + i], ttl) end
+end
+return 1`
+
+// KEYS: tag sets (n), tag versions (n). ARGV: n, channel, message. Deletes every tagged entry, bumps
+// the versions (kept a day: far longer than any upstream call) and tells every instance.
+const INVALIDATE_SCRIPT = `
+local n = tonumber(ARGV[1])
+for i = 1, n do
+  local members = redis.call('SMEMBERS', KEYS[i])
+  for j = 1, #members, 500 do
+    redis.call('DEL', unpack(members, j, math.min(j + 499, #members)))
+  end
+  redis.call('DEL', KEYS[i])
+  redis.call('INCR', KEYS[n + i])
+  redis.call('PEXPIRE', KEYS[n + i], 86400000)
+end
+redis.call('PUBLISH', ARGV[2], ARGV[3])
+return 1`
+
+/**
+ * The cache in Redis, shared by every instance: entries with PX expiry, one set of entry keys per
+ * tag, and a pub/sub channel announcing invalidations so each instance's single-flight follows.
+ * The client's keyPrefix (if any) applies to every key and to the channel. The scripts touch keys
+ * read from the tag sets, which a standalone Redis (not Cluster) allows. A tag set may still name a
+ * key since overwritten under other tags; invalidating it then costs that key one extra miss.
+ */
+export function createRedisCacheDriver(redis: Redis, options: { namespace?: string } = {}): CacheDriver {
+  const ns = options.namespace ?? 'cache'
+  const entryKey = (key: string) => `${ns}:v:${key}`
+  const tagKeys = (tags: string[]) => tags.map((tag) => `${ns}:t:${tag}`)
+  const versionKeys = (tags: string[]) => tags.map((tag) => `${ns}:tv:${tag}`)
+  // Pub/sub channels are not prefixed by ioredis: add the prefix so separate key spaces stay separate.
+  const channel = `${redis.options.keyPrefix ?? ''}${ns}:invalidated`
+  const listeners: ((tags: string[]) => void)[] = []
+  // This instance's own announcements come back too; its cache already acted on them, and acting
+  // again would needlessly drop loads that started after the invalidation.
+  const instanceId = randomUUID()
+  let subscriber: Redis | undefined
+
+  return {
+    async get(key) {
+      return (await redis.getBuffer(entryKey(key))) ?? undefined
+    },
+
+    async set(key, value, ttlSeconds, tags, versions) {
+      const seen = Array.isArray(versions) && versions.length === tags.length ? (versions as string[]) : []
+      await redis.eval(
+        SET_SCRIPT,
+        1 + tags.length * 2,
+        entryKey(key),
+        ...tagKeys(tags),
+        ...versionKeys(tags),
+        value,
+        Math.max(1, Math.round(ttlSeconds * 1000)),
+        tags.length,
+        ...seen,
+      )
+    },
+
+    async tagVersions(tags) {
+      const values = await redis.mget(...versionKeys(tags))
+      return values.map((value) => value ?? '0')
+    },
+
+    async invalidateTags(tags) {
+      if (tags.length === 0) return
+      await redis.eval(
+        INVALIDATE_SCRIPT,
+        tags.length * 2,
+        ...tagKeys(tags),
+        ...versionKeys(tags),
+        tags.length,
+        channel,
+        JSON.stringify({ from: instanceId, tags }),
+      )
+    },
+
+    onInvalidate(listener) {
+      listeners.push(listener)
+      if (subscriber) return
+      // A subscribed connection can do nothing else: a second one, made from the same settings.
+      subscriber = redis.duplicate()
+      subscriber.on('error', () => {}) // ioredis reconnects by itself; the main client reports outages
+      subscriber.on('message', (on: string, message: string) => {
+        if (on !== channel) return
+        let announced: { from?: unknown; tags?: unknown }
+        try {
+          announced = JSON.parse(message)
+        } catch {
+          return
+        }
+        const { from, tags } = announced
+        if (from === instanceId || !Array.isArray(tags)) return
+        for (const notify of listeners) notify(tags.filter((tag) => typeof tag === 'string'))
+      })
+      subscriber.subscribe(channel).catch(() => {})
+    },
+
+    async clear() {
+      // Only for tests and tools: walks this namespace's keys without blocking Redis.
+      const prefix = redis.options.keyPrefix ?? ''
+      let cursor = '0'
+      do {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}${ns}:*`, 'COUNT', 500)
+        cursor = next
+        if (keys.length > 0) await redis.del(...keys.map((key) => key.slice(prefix.length)))
+      } while (cursor !== '0')
+    },
+
+    async close() {
+      // The shared client belongs to the redis plugin; only the subscriber is ours.
+      if (subscriber) await subscriber.quit().catch(() => subscriber?.disconnect())
+    },
+  }
+}

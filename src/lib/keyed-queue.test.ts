@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest'
+import { createKeyedQueue } from './keyed-queue.ts'
+
+const tick = () => new Promise((resolve) => setTimeout(resolve, 5))
+
+describe('createKeyedQueue', () => {
+  it('runs the tasks of one key one at a time, in arrival order, and other keys alongside', async () => {
+    const queue = createKeyedQueue()
+    const log: string[] = []
+    const task = (key: string, n: number) =>
+      queue.run(key, async () => {
+        log.push(`${key}${n} start`)
+        await tick()
+        log.push(`${key}${n} end`)
+        return n
+      })
+    const results = await Promise.all([task('a', 1), task('a', 2), task('b', 1), task('a', 3)])
+    expect(results).toEqual([1, 2, 1, 3])
+    const a = log.filter((line) => line.startsWith('a'))
+    expect(a).toEqual(['a1 start', 'a1 end', 'a2 start', 'a2 end', 'a3 start', 'a3 end'])
+    // b did not wait for a.
+    expect(log.indexOf('b1 start')).toBeLessThan(log.indexOf('a1 end'))
+  })
+
+  it('a failing task passes its error on and lets the next one run', async () => {
+    const queue = createKeyedQueue()
+    const failed = queue.run(1, async () => {
+      await tick()
+      throw new Error('boom')
+    })
+    const next = queue.run(1, async () => 'ran')
+    await expect(failed).rejects.toThrow('boom')
+    await expect(next).resolves.toBe('ran')
+  })
+})

@@ -1,0 +1,196 @@
+import type { Db } from '../../../db/client.ts'
+import type { UserRow } from '../../../db/schema/index.ts'
+import type { Clock } from '../../../lib/clock.ts'
+import { forbidden, HttpError, ValidationError } from '../../../lib/errors.ts'
+import { type LengthAwarePage, paginate } from '../../../lib/laravel.ts'
+import type { MailMessage } from '../../../lib/mail/message.ts'
+import type { CreditSummary } from '../../users/users.presenters.ts'
+import { createUsersService } from '../../users/users.service.ts'
+import { userBlockedUnblockedMail, userCreatedMail, userRoleChangedMail } from './admin-users.mails.ts'
+import { presentAdminUser } from './admin-users.presenters.ts'
+import { type AdminUsersRepository, createAdminUsersRepository } from './admin-users.repository.ts'
+import {
+  type AdminUserResponse,
+  type CreateUserBody,
+  DEFAULT_PER_PAGE,
+  type ListUsersQuery,
+  type UpdateUserBody,
+} from './admin-users.schemas.ts'
+
+export interface AdminUsersDeps {
+  db: Db
+  clock: Clock
+  appUrl: string
+  /** Queues a mail in the transaction of the change that causes it (written with it, or not at all). */
+  queueMail(mail: MailMessage, tx: Db): void | Promise<void>
+  /** The signed email-verification link for the user's current address. */
+  verificationUrl(user: UserRow): string
+  creditsOf(userId: number): Promise<CreditSummary>
+  /** Removes a deleted user's profile photo file. */
+  discardPhoto(path: string | null): Promise<void>
+}
+
+/** Laravel's ModelNotFoundException, as route model binding answers an unknown id. */
+export const userNotFound = (id: number) =>
+  new HttpError(404, `No query results for model [App\\Models\\User] ${id}`)
+
+const lastAdmin = (field: string) =>
+  ValidationError.withMessages({ [field]: ['The last administrator cannot be demoted.'] })
+
+const passwordMismatch = () =>
+  ValidationError.withMessages({ password: ['The password field confirmation does not match.'] })
+
+// Laravel's `confirmed`: checked only when a confirmation (or, on update, a password) is sent.
+function checkConfirmation(input: { password?: string; password_confirmation?: string }): void {
+  if (input.password !== undefined && input.password_confirmation !== undefined) {
+    if (input.password !== input.password_confirmation) throw passwordMismatch()
+  }
+}
+
+interface Locked {
+  tx: Db
+  repo: AdminUsersRepository
+  /** Ids of the admins who can sign in, their rows locked for this transaction. */
+  admins: number[]
+}
+
+export function createAdminUsersService(deps: AdminUsersDeps) {
+  const { db, clock, appUrl, queueMail } = deps
+  const repo = createAdminUsersRepository({ db })
+  const users = createUsersService({ db, clock })
+
+  const present = async (user: UserRow): Promise<AdminUserResponse> =>
+    presentAdminUser(user, { appUrl, credits: await deps.creditsOf(user.id) })
+
+  /**
+   * Runs an admin change in one transaction holding the active admins' row locks. The actor must
+   * still be one of them: an admin demoted, blocked or deleted a moment ago by another admin can no
+   * longer act, so two admins acting on each other at once cannot leave the service without one.
+   */
+  function asAdmin<T>(actor: UserRow, change: (locked: Locked) => Promise<T>): Promise<T> {
+    return db.transaction(async (tx) => {
+      const lockedRepo = createAdminUsersRepository({ db: tx })
+      const admins = await lockedRepo.lockActiveAdmins()
+      if (!admins.includes(actor.id)) throw forbidden()
+      return change({ tx, repo: lockedRepo, admins })
+    })
+  }
+
+  async function target(locked: Locked, id: number): Promise<UserRow> {
+    const user = await locked.repo.findForUpdate(id)
+    if (!user) throw userNotFound(id)
+    return user
+  }
+
+  /** Sets the role; the last admin who can sign in keeps it. Mails UserRoleChanged when it changed. */
+  async function applyRole(locked: Locked, user: UserRow, isAdmin: boolean, field: string): Promise<UserRow> {
+    if (user.isAdmin === isAdmin) return user
+    if (!isAdmin && locked.admins.length === 1 && locked.admins[0] === user.id) throw lastAdmin(field)
+    const updated = (await locked.repo.setAdmin(user.id, isAdmin, clock.now())) ?? user
+    await queueMail(userRoleChangedMail(updated), locked.tx)
+    return updated
+  }
+
+  return {
+    /** Users matching the filters, newest first, as Laravel's paginator JSON; filters stay in the page links. */
+    async list(query: ListUsersQuery, path: string): Promise<LengthAwarePage<AdminUserResponse>> {
+      const filters = {
+        q: query.q?.trim() || undefined,
+        role: query.role,
+        blocked: query.blocked === undefined ? undefined : query.blocked === 'true' || query.blocked === '1',
+      }
+      const perPage = query.per_page ?? DEFAULT_PER_PAGE
+      const page = query.page ?? 1
+      const [total, rows] = await Promise.all([
+        repo.count(filters),
+        repo.page(filters, perPage, (page - 1) * perPage),
+      ])
+      const data = await Promise.all(rows.map(present))
+      // Laravel's ->withQueryString(): following a page link keeps the filters and page size.
+      const { page: _page, ...keep } = query
+      const kept = Object.fromEntries(
+        Object.entries(keep).filter(([, value]) => value !== undefined && value !== ''),
+      )
+      return paginate({ data, total, page, perPage, path, query: kept as Record<string, string | number> })
+    },
+
+    /** One user, or Laravel's 404. */
+    async show(id: number): Promise<AdminUserResponse> {
+      const user = await users.findById(id)
+      if (!user) throw userNotFound(id)
+      return present(user)
+    },
+
+    /** Creates an account as registration would (unverified), and mails UserCreated with a verification link. */
+    async create(actor: UserRow, input: CreateUserBody): Promise<AdminUserResponse> {
+      checkConfirmation(input)
+      const user = await asAdmin(actor, async ({ tx }) => {
+        const created = await createUsersService({ db: tx, clock }).create({
+          name: input.name,
+          email: input.email,
+          password: input.password,
+          isAdmin: input.is_admin ?? false,
+        })
+        await queueMail(userCreatedMail(created, deps.verificationUrl(created)), tx)
+        return created
+      })
+      return present(user)
+    },
+
+    /**
+     * Name and email as a profile update does them (a new address is unverified again); a password
+     * and a role only when sent. `passwordChanged` tells the caller to end the user's other sessions.
+     */
+    async update(
+      actor: UserRow,
+      id: number,
+      input: UpdateUserBody,
+    ): Promise<{ user: AdminUserResponse; passwordChanged: boolean }> {
+      checkConfirmation(input)
+      const user = await asAdmin(actor, async (locked) => {
+        const lockedUsers = createUsersService({ db: locked.tx, clock })
+        const current = await target(locked, id)
+        let updated = await lockedUsers.updateProfile(current, { name: input.name, email: input.email })
+        if (!updated) throw userNotFound(id)
+        if (input.password !== undefined) await lockedUsers.setPassword(updated, input.password)
+        if (input.is_admin !== undefined)
+          updated = await applyRole(locked, updated, input.is_admin, 'is_admin')
+        return updated
+      })
+      return { user: await present(user), passwordChanged: input.password !== undefined }
+    },
+
+    /** Deletes another user with everything they own (foreign keys cascade: sessions too) and their photo. */
+    async remove(actor: UserRow, id: number): Promise<void> {
+      if (id === actor.id) throw forbidden('You cannot delete your own account.')
+      const deleted = await asAdmin(actor, async (locked) => {
+        const user = await target(locked, id)
+        return createUsersService({ db: locked.tx, clock }).delete(user)
+      })
+      await deps.discardPhoto(deleted?.profilePhotoPath ?? null)
+    },
+
+    /** Blocks an unblocked user and unblocks a blocked one; mails UserBlockedUnblocked. */
+    async toggleBlock(actor: UserRow, id: number): Promise<{ user: AdminUserResponse; blocked: boolean }> {
+      if (id === actor.id) throw forbidden('You cannot block your own account.')
+      const user = await asAdmin(actor, async (locked) => {
+        const current = await target(locked, id)
+        const now = clock.now()
+        const updated = (await locked.repo.setBlockedAt(id, current.blockedAt ? null : now, now)) ?? current
+        await queueMail(userBlockedUnblockedMail(updated), locked.tx)
+        return updated
+      })
+      return { user: await present(user), blocked: user.blockedAt !== null }
+    },
+
+    /** Makes the user an admin or a plain user (themself included, unless they are the last admin). */
+    async changeRole(actor: UserRow, id: number, role: 'user' | 'admin'): Promise<AdminUserResponse> {
+      const user = await asAdmin(actor, async (locked) =>
+        applyRole(locked, await target(locked, id), role === 'admin', 'role'),
+      )
+      return present(user)
+    },
+  }
+}
+
+export type AdminUsersService = ReturnType<typeof createAdminUsersService>

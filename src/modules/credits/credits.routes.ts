@@ -1,0 +1,60 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { FastifyInstance } from 'fastify'
+import type { Config } from '../../config.ts'
+import { commonErrorResponses, Paginated } from '../../lib/http-schemas.ts'
+import { signedInUser } from '../../plugins/guards.ts'
+import { type BillingCatalog, loadBillingCatalog } from '../billing/billing.catalog.ts'
+import { CreditsResponse, DEFAULT_PER_PAGE, PageQuery } from './credits.schemas.ts'
+import { TransactionResponse } from './ledger.schemas.ts'
+import { createLedgerService } from './ledger.service.ts'
+
+export interface CreditsRoutesOptions {
+  config: Config
+  /** The billing catalog; read from config/billing.json when not given. */
+  catalog?: BillingCatalog
+}
+
+/** `GET /api/credits` and `GET /api/transaction-history`: the user's balance, packages and ledger. */
+export default async function creditsRoutes(fastify: FastifyInstance, options: CreditsRoutesOptions) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  const { config } = options
+  const catalog = options.catalog ?? loadBillingCatalog()
+  const ledger = createLedgerService({ db: app.db, clock: app.clock })
+  const tags = ['billing']
+
+  app.get(
+    '/api/credits',
+    {
+      config: { auth: 'session' },
+      schema: {
+        tags,
+        summary: "The user's credits and the packages on sale",
+        response: { 200: CreditsResponse, ...commonErrorResponses },
+      },
+    },
+    async (request) => ({
+      ...(await ledger.summary(signedInUser(request).id)),
+      packages: [...catalog.packages],
+    }),
+  )
+
+  app.get(
+    '/api/transaction-history',
+    {
+      config: { auth: 'session' },
+      schema: {
+        tags,
+        summary: "The user's credit ledger, newest first",
+        querystring: PageQuery,
+        response: { 200: Paginated(TransactionResponse), ...commonErrorResponses },
+      },
+    },
+    async (request) => {
+      const { page = 1, per_page: perPage } = request.query
+      // A chosen page size is kept in the page links (Laravel's appends), so they lead to the same pages.
+      const query: Record<string, number> = perPage === undefined ? {} : { per_page: perPage }
+      const path = `${config.appUrl}/api/transaction-history`
+      return ledger.history(signedInUser(request).id, page, perPage ?? DEFAULT_PER_PAGE, path, { query })
+    },
+  )
+}

@@ -1,0 +1,110 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { FastifyInstance } from 'fastify'
+import type { Config } from '../../../config.ts'
+import { commonErrorResponses, MessageResponse, Paginated } from '../../../lib/http-schemas.ts'
+import { signedInUser } from '../../../plugins/guards.ts'
+import { PageQuery } from '../credits.schemas.ts'
+import { createLedgerService } from '../ledger.service.ts'
+import { presentHold } from './holds.presenters.ts'
+import {
+  CapturedResponse,
+  CreateHoldBody,
+  HoldOrderBody,
+  HoldResponse,
+  ReleasedResponse,
+  TransferHoldBody,
+  TransferredResponse,
+} from './holds.schemas.ts'
+import { createHoldsService } from './holds.service.ts'
+
+/** `/api/credit-holds`: reserve credits for automated parent orders, then capture or release them. */
+export default async function creditHoldsRoutes(fastify: FastifyInstance, { config }: { config: Config }) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  const ledger = createLedgerService({ db: app.db, clock: app.clock })
+  const holds = createHoldsService({
+    db: app.db,
+    clock: app.clock,
+    ledger,
+    holdDefault: config.credits.holdDefault,
+  })
+  const tags = ['credit holds']
+  const guard = { auth: 'session' as const }
+
+  app.get(
+    '/api/credit-holds',
+    {
+      config: guard,
+      schema: {
+        tags,
+        summary: "The user's holds, newest first",
+        querystring: PageQuery,
+        response: { 200: Paginated(HoldResponse), ...commonErrorResponses },
+      },
+    },
+    async (request) =>
+      holds.list(signedInUser(request).id, request.query, `${config.appUrl}/api/credit-holds`),
+  )
+
+  app.post(
+    '/api/credit-holds',
+    {
+      config: guard,
+      schema: {
+        tags,
+        summary: 'Reserve credits for a parent order (idempotent per order)',
+        body: CreateHoldBody,
+        response: { 200: HoldResponse, 201: HoldResponse, ...commonErrorResponses },
+      },
+    },
+    async (request, reply) => {
+      const { hold, created } = await holds.create(signedInUser(request).id, request.body)
+      return reply.code(created ? 201 : 200).send(presentHold(hold))
+    },
+  )
+
+  app.post(
+    '/api/credit-holds/capture',
+    {
+      config: guard,
+      schema: {
+        tags,
+        summary: "Consume a held hold's credits (order filled)",
+        body: HoldOrderBody,
+        response: { 200: CapturedResponse, ...commonErrorResponses },
+      },
+    },
+    async (request) => ({
+      captured: await holds.capture(signedInUser(request).id, request.body.broker_parent_order_id),
+    }),
+  )
+
+  app.post(
+    '/api/credit-holds/release',
+    {
+      config: guard,
+      schema: {
+        tags,
+        summary: "Free a held hold's credits (order cancelled or expired)",
+        body: HoldOrderBody,
+        response: { 200: ReleasedResponse, ...commonErrorResponses },
+      },
+    },
+    async (request) => ({
+      released: await holds.release(signedInUser(request).id, request.body.broker_parent_order_id),
+    }),
+  )
+
+  app.post(
+    '/api/credit-holds/transfer',
+    {
+      config: guard,
+      schema: {
+        tags,
+        summary: 'Move a held hold to another parent order',
+        body: TransferHoldBody,
+        response: { 200: TransferredResponse, 409: MessageResponse, ...commonErrorResponses },
+      },
+    },
+    async (request) => ({ transferred: await holds.transfer(signedInUser(request).id, request.body) }),
+  )
+}

@@ -1,0 +1,136 @@
+import type { Db } from '../../db/client.ts'
+import type { CreditAccountRow, CreditTransactionRow } from '../../db/schema/index.ts'
+import type { Clock } from '../../lib/clock.ts'
+import { creditNumber, creditUnitsToNumber, toCreditUnits } from '../../lib/decimal.ts'
+import { ValidationError } from '../../lib/errors.ts'
+import { createKeyedQueue, type KeyedQueue } from '../../lib/keyed-queue.ts'
+import { type LengthAwarePage, paginate } from '../../lib/laravel.ts'
+import type { CreditSummary } from '../users/users.presenters.ts'
+import { presentTransaction, type TransactionResponse } from './ledger.presenters.ts'
+import { createLedgerRepository, type NewLedgerRow } from './ledger.repository.ts'
+
+export type { LedgerKind } from './ledger.repository.ts'
+
+const EXACT_AMOUNT = /^-?\d{1,16}(\.\d{1,4})?$/
+
+/** The 422 for a debit or a hold the spendable credits (balance - held) do not cover. */
+export function insufficientCredits(field: string, spendable: number): ValidationError {
+  return ValidationError.withMessages({ [field]: [`Insufficient credits: ${spendable} spendable.`] })
+}
+
+export interface HistoryOptions {
+  /** Query values the page links keep (Laravel's `appends`), e.g. a non-default per_page. */
+  query?: Record<string, string | number>
+}
+
+/**
+ * One queue per database (so per app instance; tests build several): a burst of one user's
+ * requests waits here, one at a time, instead of each taking a pooled connection only to wait on
+ * the account row lock, which would starve every other user of connections. The row lock still
+ * orders requests across instances.
+ */
+const accountQueues = new WeakMap<Db, KeyedQueue>()
+function accountQueueOf(db: Db): KeyedQueue {
+  const queue = accountQueues.get(db) ?? createKeyedQueue()
+  accountQueues.set(db, queue)
+  return queue
+}
+
+/**
+ * The credits ledger: an append-only list of signed amounts per user, with the running balance and
+ * held totals on the user's credit_accounts row. Every change happens inside withLockedAccount, so
+ * concurrent changes for one user run one after the other, on one instance or many.
+ */
+export function createLedgerService({ db, clock }: { db: Db; clock: Clock }) {
+  const repo = createLedgerRepository({ db })
+  const queue = accountQueueOf(db)
+
+  return {
+    /**
+     * Runs fn in one transaction holding the user's credit_accounts row locked (created on first use).
+     * Never nest it for one user: the inner call would wait for the outer one forever.
+     */
+    withLockedAccount<T>(userId: number, fn: (tx: Db, account: CreditAccountRow) => Promise<T>): Promise<T> {
+      return queue.run(userId, () =>
+        db.transaction(async (tx) => {
+          const locked = createLedgerRepository({ db: tx })
+          let account = await locked.lockAccount(userId)
+          if (!account) {
+            await locked.ensureAccount(userId, clock.now())
+            account = await locked.lockAccount(userId)
+          }
+          if (!account) throw new Error(`credit account for user ${userId} could not be created`)
+          return fn(tx, account)
+        }),
+      )
+    },
+
+    /**
+     * Appends a ledger row inside tx (the account must be locked by withLockedAccount): updates the
+     * running balance, sets balance_after; a debit that would take spendable (balance - held) below
+     * zero throws ValidationError on `field` (default 'amount').
+     */
+    async append(tx: Db, entry: NewLedgerRow, field = 'amount'): Promise<CreditTransactionRow> {
+      if (!EXACT_AMOUNT.test(entry.amount) || Number(entry.amount) === 0) {
+        throw ValidationError.withMessages({
+          [field]: [
+            `The ${field.replaceAll('_', ' ')} field must be a non-zero number with at most 4 decimals.`,
+          ],
+        })
+      }
+      const locked = createLedgerRepository({ db: tx })
+      const now = clock.now()
+      const balanceAfter = await locked.addToBalance(entry.userId, entry.amount, now)
+      if (balanceAfter === undefined) {
+        const account = await locked.findAccount(entry.userId)
+        if (!account) throw new Error('append outside withLockedAccount: the account does not exist')
+        throw insufficientCredits(field, spendableOf(account))
+      }
+      return locked.insertTransaction({ ...entry, balanceAfter, createdAt: now })
+    },
+
+    /** Reserves `amount` of the spendable credits inside tx (locked); false when they do not cover it. */
+    reserve(tx: Db, userId: number, amount: string): Promise<boolean> {
+      return createLedgerRepository({ db: tx }).addToHeld(userId, amount, clock.now())
+    },
+
+    /** Gives back `amount` of the held credits inside tx (locked), as a release does. */
+    async unreserve(tx: Db, userId: number, amount: string): Promise<void> {
+      const done = await createLedgerRepository({ db: tx }).addToHeld(userId, `-${amount}`, clock.now())
+      if (!done) throw new Error(`held credits of user ${userId} are below ${amount}`)
+    },
+
+    /** {available_credits, held_credits, credits_available_for_automation} as numbers. */
+    async summary(userId: number): Promise<CreditSummary> {
+      const account = await repo.findAccount(userId)
+      const balance = creditNumber(account?.balance)
+      const held = creditNumber(account?.held)
+      return {
+        available_credits: balance,
+        held_credits: held,
+        credits_available_for_automation: account ? spendableOf(account) : 0,
+      }
+    },
+
+    /** The user's ledger, newest first, as a Laravel paginator page. */
+    async history(
+      userId: number,
+      page: number,
+      perPage: number,
+      pageUrl: string,
+      options: HistoryOptions = {},
+    ): Promise<LengthAwarePage<TransactionResponse>> {
+      const [total, rows] = await Promise.all([
+        repo.countTransactions(userId),
+        repo.pageTransactions(userId, perPage, (page - 1) * perPage),
+      ])
+      return paginate({ data: rows.map(presentTransaction), total, page, perPage, path: pageUrl, ...options })
+    },
+  }
+}
+
+export type LedgerService = ReturnType<typeof createLedgerService>
+
+// balance - held in exact 1/10000 units, so 0.3 - 0.1 answers 0.2 and not 0.19999999999999998.
+const spendableOf = (account: CreditAccountRow) =>
+  creditUnitsToNumber(toCreditUnits(account.balance) - toCreditUnits(account.held))

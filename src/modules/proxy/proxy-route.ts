@@ -1,0 +1,85 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { type TObject, type TSchema, Type } from 'typebox'
+import { type AuthGuard, signedInUser } from '../../plugins/guards.ts'
+import {
+  MAX_FREE_BODY_BYTES,
+  proxyErrorResponses,
+  UpstreamEnvelope,
+  UpstreamPage,
+  UpstreamPayload,
+} from './proxy.schemas.ts'
+import type { AnswerShape, ProxyRule, ProxyService } from './proxy.service.ts'
+
+/**
+ * One row of a proxied route table: the API route, the upstream path it maps to, and the rules
+ * (cache scope, what it clears, how the answer is shaped). Every proxied route is such a row.
+ */
+export interface ProxyRoute extends ProxyRule {
+  /** The API path as Fastify registers it (`/api/strategies/:id`). */
+  url: string
+  /** The upstream path, each parameter encoded as one segment (build it with `upstreamPath`). */
+  upstream: (params: Record<string, string>) => string
+  /** Success status: 200 unless said (201 for creates, 204 for deletes). */
+  status?: 200 | 201 | 204
+  auth?: Extract<AuthGuard, 'session' | 'verified'>
+  summary: string
+  tags: string[]
+  params?: TObject
+  querystring?: TObject
+  body?: TSchema
+}
+
+const successSchema: Record<AnswerShape, TSchema> = {
+  data: UpstreamPayload,
+  envelope: UpstreamEnvelope,
+  paginated: UpstreamPage,
+  none: Type.Null({ description: 'No content.' }),
+}
+
+/** Registers each row as a route with one generic handler: validated input in, the proxy's answer out. */
+export function registerProxyRoutes(
+  app: FastifyInstance,
+  proxy: ProxyService,
+  routes: readonly ProxyRoute[],
+) {
+  for (const route of routes) {
+    const status = route.status ?? 200
+    app.route({
+      method: route.method,
+      url: route.url,
+      ...(route.body ? { bodyLimit: MAX_FREE_BODY_BYTES } : {}),
+      config: { auth: route.auth ?? 'session' },
+      schema: {
+        tags: route.tags,
+        summary: route.summary,
+        ...(route.params ? { params: route.params } : {}),
+        // No query schema would let any query through unvalidated; an empty one strips it.
+        querystring: route.querystring ?? Type.Object({}),
+        ...(route.body ? { body: route.body } : {}),
+        response: { [status]: successSchema[route.answer], ...proxyErrorResponses },
+      },
+      handler: (request, reply) => handle(proxy, route, status, request, reply),
+    })
+  }
+}
+
+async function handle(
+  proxy: ProxyService,
+  route: ProxyRoute,
+  status: number,
+  request: FastifyRequest,
+  reply: FastifyReply,
+) {
+  const call = {
+    path: route.upstream(request.params as Record<string, string>),
+    query: request.query as Record<string, unknown>,
+    userId: signedInUser(request).id,
+    requestId: request.id,
+    ...(route.body ? { body: request.body as Record<string, unknown> } : {}),
+  }
+  const answer = route.method === 'GET' ? await proxy.read(route, call) : await proxy.write(route, call)
+  if (answer.cache) reply.header('x-cache', answer.cache)
+  if (answer.body === undefined) return reply.code(204).send()
+  // The JSON text is sent as it is: cached answers are stored serialised, so a hit costs no serialising.
+  return reply.code(status).type('application/json; charset=utf-8').send(answer.body)
+}

@@ -1,0 +1,27 @@
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Config } from '../config.ts'
+import { type Cache, createCache } from '../lib/cache/cache.ts'
+import { createMemoryCacheDriver } from '../lib/cache/memory.ts'
+import { createRedisCacheDriver } from '../lib/cache/redis.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The one cache: Redis (shared by every instance) when REDIS_URL is set, else an in-process LRU. */
+    cache: Cache
+  }
+}
+
+async function cachePlugin(app: FastifyInstance, { config }: { config: Config }) {
+  const driver = app.redis
+    ? createRedisCacheDriver(app.redis)
+    : createMemoryCacheDriver({ maxBytes: config.cache.maxBytes, clock: app.clock })
+  const cache = createCache(driver, {
+    // A failing store degrades to misses (answers still come from the upstream); say so in the log.
+    onError: (error, operation) => app.log.error({ err: error, operation }, 'cache store failed'),
+  })
+  app.decorate('cache', cache)
+  app.addHook('onClose', async () => cache.close())
+}
+
+export default fp(cachePlugin, { name: 'cache', dependencies: ['clock', 'redis'] })

@@ -1,0 +1,183 @@
+import { inArray, sql } from 'drizzle-orm'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { buildTestApp, type TestApp } from '../../test/helpers/build-test-app.ts'
+import { TestClient } from '../../test/helpers/client.ts'
+import { minutes } from '../../test/helpers/clock.ts'
+import { createUser } from '../../test/helpers/factories.ts'
+import { SmtpSink } from '../../test/helpers/smtp-sink.ts'
+import {
+  createServerDatabase,
+  openTestDatabase,
+  type ServerDatabase,
+} from '../../test/helpers/test-database.ts'
+import { type Database, type Db, openDatabase } from '../db/client.ts'
+import { outbox } from '../db/schema/index.ts'
+import { renderMail } from '../lib/mail/message.ts'
+
+const seconds = (n: number) => n * 1000
+
+let sink: SmtpSink
+let t: TestApp
+beforeAll(async () => {
+  sink = await new SmtpSink().start()
+  t = await buildTestApp({ env: { MAIL_URL: sink.url } })
+})
+afterAll(async () => {
+  await t.close()
+  await sink.stop()
+})
+
+/** The outbox rows of mails to `addresses`, oldest first. */
+const rowsTo = (db: Db, addresses: string[]) =>
+  db
+    .select()
+    .from(outbox)
+    .where(inArray(sql`${outbox.payload}->>'to'`, addresses))
+    .orderBy(outbox.id)
+
+/** How far past the app's now each row is due again. */
+const dueIn = (rows: Array<{ availableAt: Date }>) =>
+  rows.map((row) => row.availableAt.getTime() - t.clock.now().getTime())
+
+describe('the mail outbox', () => {
+  it('keeps mail while the SMTP server is down, backs off, and delivers each once when it is back', async () => {
+    const emails: string[] = []
+    for (let i = 0; i < 4; i++) emails.push((await createUser(t.database.db)).user.email)
+    await sink.stop()
+    try {
+      for (const email of emails) {
+        // The request neither waits for nor fails with the mail server.
+        const res = await new TestClient(t.baseUrl).post('/api/password/email', { email })
+        expect(res.status).toBe(200)
+      }
+      await t.app.outbox.drain()
+      let rows = await rowsTo(t.database.db, emails)
+      expect(rows).toHaveLength(4)
+      for (const row of rows) {
+        expect(row).toMatchObject({ attempts: 1, sentAt: null, failedAt: null })
+        expect(row.lastError).toMatch(/ECONNREFUSED/)
+      }
+      // First retry after 5 s, with up to 20% jitter either way.
+      for (const delay of dueIn(rows)) expect(delay).toBeGreaterThanOrEqual(seconds(4))
+      for (const delay of dueIn(rows)) expect(delay).toBeLessThanOrEqual(seconds(6))
+
+      // Not due yet: a pass leaves them alone.
+      await t.app.outbox.drain()
+      expect((await rowsTo(t.database.db, emails)).map((row) => row.attempts)).toEqual([1, 1, 1, 1])
+
+      // Due and still failing: tried again, and the delay doubles.
+      t.clock.advance(seconds(6))
+      await t.app.outbox.drain()
+      rows = await rowsTo(t.database.db, emails)
+      expect(rows.map((row) => row.attempts)).toEqual([2, 2, 2, 2])
+      for (const delay of dueIn(rows)) expect(delay).toBeGreaterThanOrEqual(seconds(8))
+      for (const delay of dueIn(rows)) expect(delay).toBeLessThanOrEqual(seconds(12))
+      expect(sink.mails).toHaveLength(0)
+    } finally {
+      await sink.start() // on the same port
+    }
+
+    t.clock.advance(minutes(1))
+    await t.app.outbox.drain()
+    for (const email of emails) {
+      const mail = await sink.waitForMailTo(email, 0)
+      expect(mail.subject).toBe('Reset Password Notification')
+    }
+    // Later passes (and the worker's own wakes and polls) send nothing again.
+    t.clock.advance(minutes(30))
+    await t.app.outbox.drain()
+    await new Promise((resolve) => setTimeout(resolve, 1_200))
+    for (const email of emails) expect(sink.to(email)).toHaveLength(1)
+    const rows = await rowsTo(t.database.db, emails)
+    expect(rows.map((row) => [row.attempts, row.sentAt instanceof Date, row.failedAt])).toEqual(
+      emails.map(() => [3, true, null]),
+    )
+  })
+
+  it('gives a mail up (failed_at) after 10 tries, backing off up to 10 minutes between them', async () => {
+    const to = 'never-delivered@example.com'
+    await sink.stop()
+    try {
+      await t.app.mailer.queue(renderMail(to, { subject: 'Doomed', lines: ['Nobody reads this.'] }))
+      const delays: number[] = []
+      for (let attempt = 1; attempt <= 10; attempt++) {
+        await t.app.outbox.drain()
+        const [row] = await rowsTo(t.database.db, [to])
+        expect(row?.attempts).toBe(attempt)
+        if (attempt < 10) {
+          expect(row?.failedAt).toBeNull()
+          delays.push(...dueIn(row ? [row] : []))
+          t.clock.advance(minutes(13))
+        } else {
+          expect(row?.failedAt).toEqual(t.clock.now())
+          expect(row?.lastError).toMatch(/ECONNREFUSED/)
+        }
+      }
+      // 5 s doubling each try (10, 20, ... s), capped at 10 minutes; each within 20% jitter.
+      const expected = [5, 10, 20, 40, 80, 160, 320, 600, 600].map(seconds)
+      delays.forEach((delay, i) => {
+        expect(delay).toBeGreaterThanOrEqual((expected[i] as number) * 0.8)
+        expect(delay).toBeLessThanOrEqual((expected[i] as number) * 1.2)
+      })
+      // Given up: never tried again.
+      t.clock.advance(minutes(60))
+      await t.app.outbox.drain()
+      expect((await rowsTo(t.database.db, [to]))[0]?.attempts).toBe(10)
+    } finally {
+      await sink.start()
+    }
+    await t.app.outbox.drain()
+    expect(sink.to(to)).toEqual([])
+  })
+})
+
+// Several instances on one database. On PostgreSQL each has its own connection pool and the claims
+// really overlap (FOR UPDATE SKIP LOCKED); on PGlite they share its one connection. Their clocks agree,
+// as NTP keeps real instances' clocks well inside the claim's lease (the first app's is hours ahead).
+const postgresServerUrl = process.env.TEST_DATABASE_URL
+describe('two instances on one database', () => {
+  let server: ServerDatabase | undefined
+  let pglite: Database | undefined
+  const instances: TestApp[] = []
+  afterAll(async () => {
+    for (const instance of instances) await instance.close()
+    await server?.drop()
+    await pglite?.close()
+  })
+
+  /** One PGlite database for both apps; closing an app leaves it open. */
+  async function sharedPglite(): Promise<Database> {
+    pglite ??= await openTestDatabase()
+    return { ...pglite, close: async () => {} }
+  }
+
+  it('deliver each of many queued mails exactly once', async () => {
+    if (postgresServerUrl) server = await createServerDatabase(postgresServerUrl)
+    for (let i = 0; i < 2; i++) {
+      const database = server ? await openDatabase({ url: server.url }) : await sharedPglite()
+      instances.push(await buildTestApp({ env: { MAIL_URL: sink.url }, database }))
+    }
+    const [a, b] = instances as [TestApp, TestApp]
+    // Both test clocks at one time, so each instance finds the rows the other queued due.
+    a.clock.advance(b.clock.now().getTime() - a.clock.now().getTime())
+    const count = 60
+    const addresses = Array.from({ length: count }, (_, i) => `many-${i}@example.com`)
+    // Queued through both, so both are woken while the other is delivering.
+    await Promise.all(
+      addresses.map((to, i) =>
+        (i % 2 === 0 ? a : b).app.mailer.queue(renderMail(to, { subject: `Mail ${i}`, lines: ['Once.'] })),
+      ),
+    )
+    const [byA, byB] = await Promise.all([a.app.outbox.drain(), b.app.outbox.drain()])
+    for (const to of addresses) await sink.waitForMailTo(to, 0)
+    await Promise.all([a.app.outbox.drain(), b.app.outbox.drain()])
+    await new Promise((resolve) => setTimeout(resolve, 1_200))
+
+    expect(addresses.map((to) => sink.to(to).length)).toEqual(addresses.map(() => 1))
+    const rows = await rowsTo(a.database.db, addresses)
+    expect(rows).toHaveLength(count)
+    // Claimed once each: no row was tried by both.
+    expect(rows.every((row) => row.attempts === 1 && row.sentAt !== null)).toBe(true)
+    expect(byA.failed + byA.retried + byB.failed + byB.retried).toBe(0)
+  })
+})
