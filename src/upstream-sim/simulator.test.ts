@@ -1,5 +1,6 @@
 import http from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { SPEC_STRATEGY_ACTIONS } from '../../test/helpers/spec-strategy-actions.ts'
 import { type RunningSimulator, startUpstreamSimulator } from './server.ts'
 import { STRATEGY_ACTIONS } from './users/actions.ts'
 
@@ -367,29 +368,7 @@ describe('per-user strategies and conditions', () => {
   })
 })
 
-const SPEC_SUFFIXES = [
-  'settings/update-name',
-  'settings/update-symbol',
-  'settings/update-direction',
-  'settings/update-timeframe',
-  'settings/update-allocation',
-  'settings/update-sizing-ordering',
-  'settings/update-trailing-stop',
-  'settings/update-order-cancelation',
-  'settings/update-chat-webhook-url',
-  'settings/update-risk-management',
-  'retain',
-  'retain-stop',
-  'deploy',
-  'duplicate',
-  'status/on',
-  'status/off',
-  ...['signals', 'trades', 'orders'].flatMap((k) => [`${k}/on`, `${k}/off`, `${k}/toggle`]),
-  ...['signals', 'trades', 'orders'].flatMap((k) =>
-    ['on', 'off', 'toggle'].map((m) => `notifications/${k}/${m}`),
-  ),
-  'notifications/send-chat-test-notification',
-]
+const SPEC_SUFFIXES = SPEC_STRATEGY_ACTIONS
 
 // For each suffix: the body sent, and what must differ on the strategy afterwards.
 function expectation(suffix: string): {

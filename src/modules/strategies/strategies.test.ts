@@ -9,6 +9,7 @@ import {
   STRATEGY_GROUP_READS,
   UNRELATED_READS,
 } from '../../../test/helpers/proxy.ts'
+import { SPEC_STRATEGY_ACTIONS } from '../../../test/helpers/spec-strategy-actions.ts'
 
 let fake: FakeUpstream
 let t: TestApp
@@ -23,44 +24,7 @@ beforeEach(() => {
   fake.on('GET', /.*/, (call) => ({ body: { data: { path: call.path, user: call.headers['x-user-id'] } } }))
 })
 
-// The spec's list, written out here rather than imported, so the test checks the routes against it.
-const ACTIONS = [
-  'settings/update-name',
-  'settings/update-symbol',
-  'settings/update-direction',
-  'settings/update-timeframe',
-  'settings/update-allocation',
-  'settings/update-sizing-ordering',
-  'settings/update-trailing-stop',
-  'settings/update-order-cancelation',
-  'settings/update-chat-webhook-url',
-  'settings/update-risk-management',
-  'retain',
-  'retain-stop',
-  'deploy',
-  'duplicate',
-  'status/on',
-  'status/off',
-  'signals/on',
-  'signals/off',
-  'signals/toggle',
-  'trades/on',
-  'trades/off',
-  'trades/toggle',
-  'orders/on',
-  'orders/off',
-  'orders/toggle',
-  'notifications/signals/on',
-  'notifications/signals/off',
-  'notifications/signals/toggle',
-  'notifications/trades/on',
-  'notifications/trades/off',
-  'notifications/trades/toggle',
-  'notifications/orders/on',
-  'notifications/orders/off',
-  'notifications/orders/toggle',
-  'notifications/send-chat-test-notification',
-]
+const ACTIONS = SPEC_STRATEGY_ACTIONS
 
 describe('strategy CRUD', () => {
   it('creates: 201 {data}, the body forwarded whole', async () => {
