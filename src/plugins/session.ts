@@ -1,9 +1,17 @@
+import { randomUUID } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import type { Redis } from 'ioredis'
+import { LRUCache } from 'lru-cache'
 import type { Config } from '../config.ts'
-import type { SessionPayload, UserRow } from '../db/schema/index.ts'
-import { type ActiveSession, createSessionsService } from '../modules/sessions/sessions.service.ts'
-import { createUsersService } from '../modules/users/users.service.ts'
+import type { SessionPayload, SessionRow, UserRow } from '../db/schema/index.ts'
+import { createSessionCache } from '../lib/session-cache.ts'
+import { userChanges } from '../lib/user-changes.ts'
+import {
+  type ActiveSession,
+  createSessionsService,
+  hashSessionToken,
+} from '../modules/sessions/sessions.service.ts'
 
 export const SESSION_COOKIE = 'app_session'
 export const XSRF_COOKIE = 'XSRF-TOKEN'
@@ -41,7 +49,22 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     clock: app.clock,
     lifetimeMinutes: config.session.lifetimeMinutes,
   })
-  const users = createUsersService({ db: app.db, clock: app.clock })
+  const cache = createSessionCache<SessionRow, UserRow>((entry) => entry.session.userId)
+  const fanOut = await sessionFanOut(app, cache)
+  const forgetSession = (session: ActiveSession) => {
+    cache.forgetSession(session.row.id)
+    return fanOut.publish({ sessions: [session.row.id] })
+  }
+  const forgetUser = (userId: number) => {
+    cache.forgetUser(userId)
+    return fanOut.publish({ users: [userId] })
+  }
+  const stopListening = userChanges.on('changed', (userId) => void forgetUser(userId))
+  app.addHook('onClose', async () => {
+    stopListening()
+    await fanOut.close()
+  })
+
   const maxAge = config.session.lifetimeMinutes * 60
   const cookieBase = { path: '/', sameSite: 'lax', secure: config.session.secureCookie } as const
 
@@ -50,28 +73,35 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     userAgent: request.headers['user-agent'] ?? null,
   })
 
+  const end = async (session: ActiveSession | null) => {
+    if (!session) return
+    await sessions.destroy(session)
+    await forgetSession(session)
+  }
+
   const control: SessionControl = {
     async ensure(request) {
       request.session ??= await sessions.open({ userId: null, ...clientInfo(request) })
       return request.session
     },
     async signIn(request, user) {
-      if (request.session) await sessions.destroy(request.session)
+      await end(request.session)
       request.session = await sessions.open({ userId: user.id, ...clientInfo(request) })
       request.user = user
     },
     async signOut(request) {
-      if (request.session) await sessions.destroy(request.session)
+      await end(request.session)
       request.session = await sessions.open({ userId: null, ...clientInfo(request) })
       request.user = null
     },
     async restartAsGuest(request, payload) {
-      if (request.session) await sessions.destroy(request.session)
+      await end(request.session)
       request.session = await sessions.open({ userId: null, ...clientInfo(request), payload })
       request.user = null
     },
     async endSessionsOf(userId, except) {
       await sessions.destroyForUser(userId, except?.session ?? undefined)
+      await forgetUser(userId)
     },
   }
 
@@ -83,40 +113,112 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     if (request.method === 'OPTIONS') return
     const token = request.cookies[SESSION_COOKIE]
     if (!token) return
-    const session = await sessions.resolve(token)
-    if (!session) return
+    if (token.length > 100) return
+    const id = hashSessionToken(token)
+    let entry = cache.get(id)
+    if (!entry) {
+      const began = cache.begin()
+      const found = await sessions.lookup(token)
+      if (!found) return
+      entry = { session: found.session.row, user: found.user }
+      cache.store(id, entry, began)
+    }
+    // Copies: a request may change its session (payload) without touching what others are handed.
+    const session: ActiveSession = { token, row: { ...entry.session } }
+    if (!(await sessions.keepAlive(session))) return void (await forgetSession(session))
+    entry.session.lastActivity = session.row.lastActivity
     request.session = session
     if (session.row.userId === null) return
-    const user = await users.findById(session.row.userId)
     // A blocked user's sessions end at once, whatever they were doing.
-    if (!user || user.blockedAt) {
-      await sessions.destroy(session)
+    if (!entry.user || entry.user.blockedAt) {
+      await end(session)
       request.session = null
       return
     }
-    request.user = user
+    request.user = { ...entry.user }
   })
 
   // Sliding expiry, as Laravel: both cookies are sent again on every response of a live session.
+  // Serialising them cost about a tenth of a cached read; their bytes change only with the session
+  // or the Expires second, so a session's pair is kept for that second (with what it was made from).
+  const cookieLines = new LRUCache<string, { made: string; lines: string[] }>({ max: 10_000 })
+  const setCookieLines = (session: ActiveSession, expiresMs: number) => {
+    const expiresSecond = Math.floor(expiresMs / 1000)
+    const csrfToken = session.row.payload.csrfToken
+    const made = `${expiresSecond} ${session.token} ${csrfToken}`
+    const kept = cookieLines.get(session.row.id)
+    if (kept?.made === made) return kept.lines
+    const expires = new Date(expiresSecond * 1000)
+    const lines = [
+      app.serializeCookie(SESSION_COOKIE, session.token, { ...cookieBase, httpOnly: true, maxAge, expires }),
+      app.serializeCookie(XSRF_COOKIE, csrfToken, { ...cookieBase, httpOnly: false, maxAge, expires }),
+    ]
+    cookieLines.set(session.row.id, { made, lines })
+    return lines
+  }
   app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply) => {
-    const expires = new Date(app.clock.now().getTime() + maxAge * 1000)
     if (request.session) {
-      reply.setCookie(SESSION_COOKIE, request.session.token, {
-        ...cookieBase,
-        httpOnly: true,
-        maxAge,
-        expires,
-      })
-      reply.setCookie(XSRF_COOKIE, request.session.row.payload.csrfToken, {
-        ...cookieBase,
-        httpOnly: false,
-        maxAge,
-        expires,
-      })
+      // Appended to whatever Set-Cookie lines the route wrote (fastify copies the array).
+      reply.header('set-cookie', setCookieLines(request.session, app.clock.now().getTime() + maxAge * 1000))
     } else if (request.cookies[SESSION_COOKIE]) {
       reply.clearCookie(SESSION_COOKIE, cookieBase)
     }
   })
 }
 
-export default fp(sessionPlugin, { name: 'session', dependencies: ['db', 'clock'] })
+interface Announcement {
+  from?: unknown
+  sessions?: unknown
+  users?: unknown
+}
+
+/**
+ * Tells the other instances (over Redis pub/sub, when there is Redis) which cached sessions and users
+ * to drop, and drops the ones they announce. Publishing resolves once Redis has queued the message
+ * for every subscriber, so another instance has it before the change's answer reaches the caller;
+ * it acts when its event loop next reads that connection (milliseconds), and SESSION_CACHE_TTL_MS
+ * bounds the rest (Redis down, a lost message).
+ */
+async function sessionFanOut(
+  app: FastifyInstance,
+  cache: { forgetSession(id: string): void; forgetUser(userId: number): void },
+) {
+  const redis: Redis | null = app.redis
+  if (!redis)
+    return { publish: async (_: { sessions?: string[]; users?: number[] }) => {}, close: async () => {} }
+  const channel = `${redis.options.keyPrefix ?? ''}sessions:invalidated`
+  // Our own announcements come back too; the local cache already acted on them.
+  const instanceId = randomUUID()
+  // A subscribed connection can do nothing else: a second one, made from the same settings.
+  const subscriber = redis.duplicate()
+  subscriber.on('error', () => {}) // ioredis reconnects by itself; the main client reports outages
+  subscriber.on('message', (on: string, message: string) => {
+    if (on !== channel) return
+    let announced: Announcement
+    try {
+      announced = JSON.parse(message)
+    } catch {
+      return
+    }
+    if (announced.from === instanceId) return
+    for (const id of [announced.sessions ?? []].flat()) if (typeof id === 'string') cache.forgetSession(id)
+    for (const id of [announced.users ?? []].flat())
+      if (Number.isSafeInteger(id)) cache.forgetUser(id as number)
+  })
+  await subscriber.subscribe(channel).catch((error: unknown) => {
+    app.log.warn({ err: error }, 'session cache: cannot subscribe to invalidations; entries expire by time')
+  })
+  return {
+    async publish(what: { sessions?: string[]; users?: number[] }) {
+      try {
+        await redis.publish(channel, JSON.stringify({ from: instanceId, ...what }))
+      } catch (error) {
+        // The change itself is done; other instances' entries expire within SESSION_CACHE_TTL_MS.
+        app.log.warn({ err: error }, 'session cache: cannot announce an invalidation')
+      }
+    },
+    close: async () => void (await subscriber.quit().catch(() => subscriber.disconnect())),
+  }
+}
+
+export default fp(sessionPlugin, { name: 'session', dependencies: ['db', 'clock', 'redis'] })

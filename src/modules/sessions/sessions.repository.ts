@@ -1,6 +1,6 @@
 import { and, desc, eq, gte, lt, ne } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
-import { type SessionPayload, type SessionRow, sessions } from '../../db/schema/index.ts'
+import { type SessionRow, sessions, type UserRow, users } from '../../db/schema/index.ts'
 
 export function createSessionsRepository({ db }: { db: Db }) {
   return {
@@ -8,17 +8,19 @@ export function createSessionsRepository({ db }: { db: Db }) {
       await db.insert(sessions).values(row)
     },
 
-    async findById(id: string): Promise<SessionRow | undefined> {
-      const [row] = await db.select().from(sessions).where(eq(sessions.id, id)).limit(1)
+    /** The session row and its user's (null for a guest session) in one query: the per-request read. */
+    async findWithUser(id: string): Promise<{ session: SessionRow; user: UserRow | null } | undefined> {
+      const [row] = await db
+        .select({ session: sessions, user: users })
+        .from(sessions)
+        .leftJoin(users, eq(users.id, sessions.userId))
+        .where(eq(sessions.id, id))
+        .limit(1)
       return row
     },
 
     async touch(id: string, lastActivity: number): Promise<void> {
       await db.update(sessions).set({ lastActivity }).where(eq(sessions.id, id))
-    },
-
-    async updatePayload(id: string, payload: SessionPayload): Promise<void> {
-      await db.update(sessions).set({ payload }).where(eq(sessions.id, id))
     },
 
     async delete(id: string): Promise<void> {

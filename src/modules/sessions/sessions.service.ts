@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto'
 import type { Db } from '../../db/client.ts'
-import type { SessionPayload, SessionRow } from '../../db/schema/index.ts'
+import type { SessionPayload, SessionRow, UserRow } from '../../db/schema/index.ts'
 import { type Clock, unixSeconds } from '../../lib/clock.ts'
 import { createSessionsRepository } from './sessions.repository.ts'
 
@@ -53,26 +53,32 @@ export function createSessionsService({
       return { token, row }
     },
 
-    /** The live session for a cookie value, or undefined when unknown or idle past the lifetime. */
-    async resolve(token: string): Promise<ActiveSession | undefined> {
+    /**
+     * The session for a cookie value and its user (undefined for a guest session or a user gone), in
+     * one query; undefined when unknown. Idle expiry is `keepAlive`'s job.
+     */
+    async lookup(token: string): Promise<{ session: ActiveSession; user: UserRow | undefined } | undefined> {
       if (token.length === 0 || token.length > 100) return undefined
-      const row = await repo.findById(hashSessionToken(token))
-      if (!row) return undefined
+      const found = await repo.findWithUser(hashSessionToken(token))
+      return found && { session: { token, row: found.session }, user: found.user ?? undefined }
+    },
+
+    /**
+     * Idle expiry and the once-a-minute touch, on every request (also for a session held in memory):
+     * false, and the row deleted, when the session was idle past the lifetime.
+     */
+    async keepAlive(session: ActiveSession): Promise<boolean> {
+      const { row } = session
       const now = unixSeconds(clock)
       if (row.lastActivity < now - lifetimeSeconds) {
         await repo.delete(row.id)
-        return undefined
+        return false
       }
       if (now - row.lastActivity >= TOUCH_AFTER_SECONDS) {
         await repo.touch(row.id, now)
         row.lastActivity = now
       }
-      return { token, row }
-    },
-
-    async updatePayload(session: ActiveSession, payload: SessionPayload): Promise<void> {
-      await repo.updatePayload(session.row.id, payload)
-      session.row.payload = payload
+      return true
     },
 
     /** The user's live sessions (idle ones past the lifetime left out), the most recently active first. */

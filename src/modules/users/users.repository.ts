@@ -1,6 +1,7 @@
 import { and, eq, isNull, lt, or, sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { type NewUserRow, type UserRow, users } from '../../db/schema/index.ts'
+import { announceUserChanged } from '../../lib/user-changes.ts'
 
 const UNIQUE_VIOLATION = '23505'
 
@@ -38,6 +39,7 @@ export function createUsersRepository({ db }: { db: Db }) {
     /** Changes the given columns; answers the updated row (undefined when the user is gone). */
     async update(id: number, values: Partial<NewUserRow>): Promise<UserRow | undefined> {
       const [row] = await db.update(users).set(values).where(eq(users.id, id)).returning()
+      announceUserChanged(id)
       return row
     },
 
@@ -51,6 +53,7 @@ export function createUsersRepository({ db }: { db: Db }) {
         .set({ twoFactorLastStep: step })
         .where(and(eq(users.id, id), or(isNull(users.twoFactorLastStep), lt(users.twoFactorLastStep, step))))
         .returning({ id: users.id })
+      if (rows.length > 0) announceUserChanged(id)
       return rows.length > 0
     },
 
@@ -61,6 +64,7 @@ export function createUsersRepository({ db }: { db: Db }) {
         .set({ twoFactorRecoveryCodes: next, updatedAt: now })
         .where(and(eq(users.id, id), eq(users.twoFactorRecoveryCodes, expected)))
         .returning({ id: users.id })
+      if (rows.length > 0) announceUserChanged(id)
       return rows.length > 0
     },
 
@@ -71,6 +75,7 @@ export function createUsersRepository({ db }: { db: Db }) {
     ): Promise<UserRow | 'email-taken' | undefined> {
       try {
         const [row] = await db.update(users).set(values).where(eq(users.id, id)).returning()
+        announceUserChanged(id)
         return row
       } catch (error) {
         if (isUniqueViolation(error)) return 'email-taken'
@@ -87,7 +92,7 @@ export function createUsersRepository({ db }: { db: Db }) {
       path: string | null,
       now: Date,
     ): Promise<{ user: UserRow; previous: string | null } | undefined> {
-      return db.transaction(async (tx) => {
+      const swapped = await db.transaction(async (tx) => {
         const [current] = await tx
           .select({ path: users.profilePhotoPath })
           .from(users)
@@ -101,16 +106,20 @@ export function createUsersRepository({ db }: { db: Db }) {
           .returning()
         return user && { user, previous: current.path }
       })
+      announceUserChanged(id)
+      return swapped
     },
 
     /** Deletes the user (sessions and user data go with it, by foreign key); answers the deleted row. */
     async delete(id: number): Promise<UserRow | undefined> {
       const [row] = await db.delete(users).where(eq(users.id, id)).returning()
+      announceUserChanged(id)
       return row
     },
 
     async updatePasswordHash(id: number, password: string, now: Date): Promise<void> {
       await db.update(users).set({ password, updatedAt: now }).where(eq(users.id, id))
+      announceUserChanged(id)
     },
   }
 }

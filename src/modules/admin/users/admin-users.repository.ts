@@ -1,6 +1,7 @@
 import { and, desc, eq, ilike, isNotNull, isNull, or, type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../../../db/client.ts'
 import { type UserRow, users } from '../../../db/schema/index.ts'
+import { announceUserChanged } from '../../../lib/user-changes.ts'
 
 export interface UserFilters {
   q?: string
@@ -69,6 +70,7 @@ export function createAdminUsersRepository({ db }: { db: Db }) {
         .set({ isAdmin, updatedAt: now })
         .where(eq(users.id, id))
         .returning()
+      announceUserChanged(id)
       return row
     },
 
@@ -78,6 +80,7 @@ export function createAdminUsersRepository({ db }: { db: Db }) {
         .set({ blockedAt, updatedAt: now })
         .where(eq(users.id, id))
         .returning()
+      announceUserChanged(id)
       return row
     },
   }

@@ -1,0 +1,182 @@
+import { randomBytes } from 'node:crypto'
+import { eq } from 'drizzle-orm'
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { buildTestApp, type TestApp } from '../../test/helpers/build-test-app.ts'
+import { TestClient } from '../../test/helpers/client.ts'
+import { minutes } from '../../test/helpers/clock.ts'
+import { signedInClient } from '../../test/helpers/factories.ts'
+import { SmtpSink } from '../../test/helpers/smtp-sink.ts'
+import { sharedDatabase } from '../../test/helpers/test-database.ts'
+import { users } from '../db/schema/index.ts'
+import { SESSION_CACHE_TTL_MS } from '../lib/session-cache.ts'
+
+// Each test first reads /api/user, so its session sits in the instance's short session cache; the
+// change that follows must be honoured by the very next request, not one cache lifetime later.
+
+/** Another browser holding the same cookies (a stolen or copied session). */
+function twinOf(client: TestClient, baseUrl: string): TestClient {
+  const twin = new TestClient(baseUrl)
+  for (const [name, value] of client.cookies) twin.cookies.set(name, value)
+  return twin
+}
+
+/** Asks until `check` holds, for at most `ms`; answers whether it did. */
+async function within(ms: number, check: () => Promise<boolean>): Promise<boolean> {
+  const until = Date.now() + ms
+  do {
+    if (await check()) return true
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  } while (Date.now() < until)
+  return check()
+}
+
+describe('session cache, one instance', () => {
+  let t: TestApp
+  let sink: SmtpSink
+  beforeAll(async () => {
+    sink = await new SmtpSink().start()
+    t = await buildTestApp({ env: { MAIL_URL: sink.url } })
+  })
+  afterAll(async () => {
+    await t.close()
+    await sink.stop()
+  })
+
+  it('refuses a user blocked by an admin on the next request', async () => {
+    const { client } = await signedInClient(t, { verified: true })
+    const { client: admin } = await signedInClient(t, { isAdmin: true, verified: true })
+    const me = await client.get('/api/user')
+    expect(me.status).toBe(200)
+    expect((await admin.post(`/api/user/block-unblock/${me.data.id}`, {})).status).toBe(200)
+    expect((await client.get('/api/user')).status).toBe(401)
+  })
+
+  it('refuses a user deleted by an admin on the next request', async () => {
+    const { client, user } = await signedInClient(t, { verified: true })
+    const { client: admin } = await signedInClient(t, { isAdmin: true, verified: true })
+    expect((await client.get('/api/user')).status).toBe(200)
+    expect((await admin.delete(`/api/users/${user.id}`)).status).toBe(200)
+    expect((await client.get('/api/user')).status).toBe(401)
+  })
+
+  it('refuses a user who deleted their account, on the copied cookie too', async () => {
+    const { client, password } = await signedInClient(t)
+    const twin = twinOf(client, t.baseUrl)
+    expect((await twin.get('/api/user')).status).toBe(200)
+    expect((await client.delete('/api/user-profile', { password })).status).toBe(200)
+    expect((await twin.get('/api/user')).status).toBe(401)
+  })
+
+  it('ends every session at once when the password is reset', async () => {
+    const { client, user } = await signedInClient(t)
+    expect((await client.get('/api/user')).status).toBe(200)
+    expect((await new TestClient(t.baseUrl).post('/api/password/email', { email: user.email })).status).toBe(
+      200,
+    )
+    const mail = await sink.waitFor((m) => m.to.includes(user.email) && /reset-password\?/.test(m.text))
+    const link = new URL(mail.text.match(/http\S+\/reset-password\?\S+/)?.[0] ?? '')
+    const res = await new TestClient(t.baseUrl).post('/api/password/reset', {
+      token: link.searchParams.get('token'),
+      email: user.email,
+      password: 'a brand new password',
+      password_confirmation: 'a brand new password',
+    })
+    expect(res.status).toBe(200)
+    expect((await client.get('/api/user')).status).toBe(401)
+  })
+
+  it('ends the other sessions at once when they are logged out from another browser', async () => {
+    const { client, user, password } = await signedInClient(t)
+    const other = new TestClient(t.baseUrl)
+    expect((await other.post('/api/login', { email: user.email, password })).status).toBe(200)
+    expect((await other.get('/api/user')).status).toBe(200)
+    expect((await client.post('/api/user-profile/logout-other-sessions', { password })).status).toBe(200)
+    expect((await other.get('/api/user')).status).toBe(401)
+    expect((await client.get('/api/user')).status).toBe(200)
+  })
+
+  it('refuses the old cookie right after logout', async () => {
+    const { client } = await signedInClient(t)
+    const twin = twinOf(client, t.baseUrl)
+    expect((await twin.get('/api/user')).status).toBe(200)
+    expect((await client.post('/api/logout', {})).status).toBe(204)
+    expect((await twin.get('/api/user')).status).toBe(401)
+  })
+
+  it('answers a profile change on the next read', async () => {
+    const { client, user } = await signedInClient(t)
+    expect((await client.get('/api/user')).data.name).toBe(user.name)
+    const res = await client.put('/api/user-profile/profile-information', {
+      name: 'Renamed',
+      email: user.email,
+    })
+    expect(res.status).toBe(200)
+    expect((await client.get('/api/user')).data.name).toBe('Renamed')
+  })
+
+  it('still expires an idle session and keeps a used one alive, while cached', async () => {
+    const { client } = await signedInClient(t)
+    expect((await client.get('/api/user')).status).toBe(200)
+    t.clock.advance(minutes(119))
+    expect((await client.get('/api/user')).status).toBe(200)
+    t.clock.advance(minutes(119))
+    expect((await client.get('/api/user')).status).toBe(200)
+    t.clock.advance(minutes(121))
+    expect((await client.get('/api/user')).status).toBe(401)
+  })
+
+  it('honours a change nobody announced (made in SQL) within the cache lifetime', async () => {
+    const { client, user } = await signedInClient(t)
+    expect((await client.get('/api/user')).status).toBe(200)
+    await t.database.db.update(users).set({ blockedAt: new Date() }).where(eq(users.id, user.id))
+    const refused = await within(
+      SESSION_CACHE_TTL_MS + 500,
+      async () => (await client.get('/api/user')).status === 401,
+    )
+    expect(refused).toBe(true)
+  })
+})
+
+const redisUrl = process.env.TEST_REDIS_URL
+// Joins the run when it has a Redis (CI's PostgreSQL+Redis run), as the other shared-state tests do.
+describe.each(redisUrl ? ['redis'] : [])('session cache, two instances sharing %s', () => {
+  let a: TestApp
+  let b: TestApp
+  let cleaner: Redis
+  const keyPrefix = `test:${randomBytes(4).toString('hex')}:`
+  const connect = () => new Redis(redisUrl ?? '', { keyPrefix })
+  // Pub/sub is one asynchronous hop: B acts when its event loop reads the message, so allow a moment.
+  const HOP_MS = 250
+
+  beforeAll(async () => {
+    a = await buildTestApp({ redis: connect() })
+    b = await buildTestApp({ redis: connect(), database: sharedDatabase(a.database) })
+    cleaner = connect()
+  })
+  afterAll(async () => {
+    await b.close()
+    await a.close()
+    const keys = await cleaner.keys(`${keyPrefix}*`)
+    if (keys.length > 0) await cleaner.del(...keys.map((key) => key.slice(keyPrefix.length)))
+    await cleaner.quit()
+  })
+
+  it('honours on instance B a sign-out made through instance A', async () => {
+    const { client: onA } = await signedInClient(a)
+    const onB = twinOf(onA, b.baseUrl)
+    expect((await onB.get('/api/user')).status).toBe(200)
+    expect((await onA.post('/api/logout', {})).status).toBe(204)
+    expect(await within(HOP_MS, async () => (await onB.get('/api/user')).status === 401)).toBe(true)
+  })
+
+  it('honours on instance B a block made through instance A', async () => {
+    const { client: onA } = await signedInClient(a, { verified: true })
+    const onB = twinOf(onA, b.baseUrl)
+    const me = await onB.get('/api/user')
+    expect(me.status).toBe(200)
+    const { client: admin } = await signedInClient(a, { isAdmin: true, verified: true })
+    expect((await admin.post(`/api/user/block-unblock/${me.data.id}`, {})).status).toBe(200)
+    expect(await within(HOP_MS, async () => (await onB.get('/api/user')).status === 401)).toBe(true)
+  })
+})
