@@ -20,13 +20,13 @@ import { openDatabase } from '../src/db/client.ts'
 import { systemClock } from '../src/lib/clock.ts'
 import { createLedgerService } from '../src/modules/credits/ledger.service.ts'
 import { createUsersService } from '../src/modules/users/users.service.ts'
+import { BENCH_PASSWORD, signIn } from './sign-in.ts'
 
 const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const BASELINE_SECONDS = Number(process.env.BENCH_BASELINE_SECONDS ?? 5)
 const USERS = 100
 const CLIENTS = 32
-const PASSWORD = 'bench password 1234'
 
 async function onServer(statement: string): Promise<void> {
   const admin = new pg.Client({ connectionString: SERVER_URL })
@@ -41,45 +41,6 @@ async function onServer(statement: string): Promise<void> {
 interface Session {
   userId: number
   headers: Record<string, string>
-}
-
-/** Signs a user in over HTTP and keeps the cookies and XSRF header a browser would send. */
-async function signIn(http: Pool, email: string, userId: number): Promise<Session> {
-  const cookies = new Map<string, string>()
-  const keep = (setCookie: string | string[] | undefined) => {
-    for (const line of [setCookie ?? []].flat()) {
-      const [pair = ''] = line.split(';')
-      const at = pair.indexOf('=')
-      cookies.set(pair.slice(0, at), pair.slice(at + 1))
-    }
-  }
-  const cookieHeader = () => [...cookies].map(([k, v]) => `${k}=${v}`).join('; ')
-  const csrf = await http.request({ path: '/guard/csrf-cookie', method: 'GET' })
-  await csrf.body.dump()
-  keep(csrf.headers['set-cookie'])
-  const login = await http.request({
-    path: '/api/login',
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json',
-      cookie: cookieHeader(),
-      'x-xsrf-token': decodeURIComponent(cookies.get('XSRF-TOKEN') ?? ''),
-    },
-    body: JSON.stringify({ email, password: PASSWORD }),
-  })
-  await login.body.dump()
-  if (login.statusCode !== 200) throw new Error(`login answered ${login.statusCode}`)
-  keep(login.headers['set-cookie'])
-  return {
-    userId,
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json',
-      cookie: cookieHeader(),
-      'x-xsrf-token': decodeURIComponent(cookies.get('XSRF-TOKEN') ?? ''),
-    },
-  }
 }
 
 const percentile = (sorted: number[], p: number) =>
@@ -149,11 +110,11 @@ async function main() {
     const sessions: Session[] = []
     for (let i = 0; i < USERS; i++) {
       const email = `bench-${i}@example.com`
-      const user = await users.create({ name: `Bench ${i}`, email, password: PASSWORD, verified: true })
+      const user = await users.create({ name: `Bench ${i}`, email, password: BENCH_PASSWORD, verified: true })
       await ledger.withLockedAccount(user.id, (tx) =>
         ledger.append(tx, { userId: user.id, amount: '1000000', kind: 'admin_adjustment', reason: 'bench' }),
       )
-      sessions.push(await signIn(http, email, user.id))
+      sessions.push({ userId: user.id, headers: await signIn(http, email) })
     }
 
     const call = async (method: 'GET' | 'POST', path: string, session: Session, body?: unknown) => {

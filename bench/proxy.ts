@@ -24,6 +24,7 @@ import { generateAppKey, loadConfig } from '../src/config.ts'
 import { systemClock } from '../src/lib/clock.ts'
 import { createUsersService } from '../src/modules/users/users.service.ts'
 import { createSimulator } from '../src/upstream-sim/simulator.ts'
+import { BENCH_PASSWORD, signIn } from './sign-in.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64)
@@ -31,7 +32,6 @@ const COLD = Number(process.env.BENCH_COLD ?? 1000)
 // An upstream answer takes this long, so the cold requests really overlap one call in flight.
 const UPSTREAM_DELAY_MS = Number(process.env.BENCH_UPSTREAM_DELAY_MS ?? 50)
 const TOKEN = 'bench-upstream-token'
-const PASSWORD = 'bench password 1234'
 
 const listen = async (server: Server): Promise<string> => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -68,37 +68,6 @@ async function countingUpstream() {
     })
   })
   return { url: await listen(server), calls, close: () => stop(server) }
-}
-
-/** Signs in over HTTP as the app does: CSRF cookie, then login; answers the cookie header to send. */
-async function signIn(http: Pool, email: string): Promise<string> {
-  const cookies = new Map<string, string>()
-  const keep = (setCookie: string | string[] | undefined) => {
-    for (const line of [setCookie ?? []].flat()) {
-      const [pair = ''] = line.split(';')
-      const at = pair.indexOf('=')
-      cookies.set(pair.slice(0, at), pair.slice(at + 1))
-    }
-  }
-  const cookieHeader = () => [...cookies].map(([k, v]) => `${k}=${v}`).join('; ')
-  const csrf = await http.request({ path: '/guard/csrf-cookie', method: 'GET' })
-  await csrf.body.dump()
-  keep(csrf.headers['set-cookie'])
-  const login = await http.request({
-    path: '/api/login',
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json',
-      cookie: cookieHeader(),
-      'x-xsrf-token': decodeURIComponent(cookies.get('XSRF-TOKEN') ?? ''),
-    },
-    body: JSON.stringify({ email, password: PASSWORD }),
-  })
-  await login.body.dump()
-  if (login.statusCode !== 200) throw new Error(`login answered ${login.statusCode}`)
-  keep(login.headers['set-cookie'])
-  return cookieHeader()
 }
 
 interface Figures {
@@ -153,10 +122,10 @@ try {
   await createUsersService({ db: app.db, clock: systemClock }).create({
     name: 'Bench',
     email,
-    password: PASSWORD,
+    password: BENCH_PASSWORD,
     verified: true,
   })
-  const cookie = await signIn(http, email)
+  const { cookie } = await signIn(http, email)
   const headers = { cookie, accept: 'application/json' }
 
   // Warm the entry, and take its exact bytes for the bare server.
