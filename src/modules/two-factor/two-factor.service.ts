@@ -78,12 +78,25 @@ export function createTwoFactorService(deps: { users: UsersService; clock: Clock
     if (!user.twoFactorSecret) return false
     const token = code.replace(/\s+/g, '')
     if (!/^\d{6}$/.test(token)) return false
-    const secret = Secret.fromBase32(decryptSecret(user.twoFactorSecret, appKey))
+    const secret = openSecret(user.twoFactorSecret)
+    if (!secret) return false
     const timestamp = clock.now().getTime()
     const delta = TOTP.validate({ token, secret, ...TOTP_OPTIONS, timestamp, window: TOTP_WINDOW })
     if (delta === null) return false
     const step = TOTP.counter({ period: TOTP_OPTIONS.period, timestamp }) + delta
     return users.claimTwoFactorStep(user.id, step)
+  }
+
+  /**
+   * The stored secret, or undefined when it cannot be read: one sealed under another APP_KEY, or in
+   * the Laravel original's format (an import must re-enrol those users). No code can match it.
+   */
+  function openSecret(stored: string): Secret | undefined {
+    try {
+      return Secret.fromBase32(decryptSecret(stored, appKey))
+    } catch {
+      return undefined
+    }
   }
 
   /** Checks a recovery code and removes it; every stored hash is compared, so timing tells nothing. */

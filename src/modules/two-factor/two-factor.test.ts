@@ -220,6 +220,19 @@ describe('POST /api/two-factor-challenge', () => {
     expect((await stale.get('/api/user')).status).toBe(401)
   })
 
+  it('answers 401, not 500, when the stored secret cannot be read (an import from the Laravel original)', async () => {
+    const { user, password, secret } = await userWithTwoFactor()
+    // Laravel's encrypter writes base64 JSON {iv, value, mac, tag}: not this service's format.
+    const laravelSealed = Buffer.from(JSON.stringify({ iv: 'x', value: 'y', mac: 'z', tag: '' })).toString(
+      'base64',
+    )
+    await t.database.db.update(users).set({ twoFactorSecret: laravelSealed }).where(eq(users.id, user.id))
+    const client = await pendingLogin(user, password)
+    const res = await client.post('/api/two-factor-challenge', { code: totp(secret) })
+    expect(res.status).toBe(401)
+    expect(res.data).toEqual(invalidCode)
+  })
+
   it('accepts the code of the previous time step, not of two steps ago', async () => {
     const { user, password, secret } = await userWithTwoFactor()
     nextStep()
