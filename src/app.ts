@@ -12,6 +12,7 @@ import activitiesRoutes from './modules/activities/activities.routes.ts'
 import adminUsersRoutes from './modules/admin/users/admin-users.routes.ts'
 import authRoutes from './modules/auth/auth.routes.ts'
 import billingRoutes from './modules/billing/billing.routes.ts'
+import chatRoutes from './modules/chat/chat.routes.ts'
 import conditionsRoutes from './modules/conditions/conditions.routes.ts'
 import creditsRoutes from './modules/credits/credits.routes.ts'
 import creditHoldsRoutes from './modules/credits/holds/holds.routes.ts'
@@ -39,6 +40,7 @@ import outboxPlugin from './plugins/outbox.ts'
 import rateLimitPlugin from './plugins/rate-limit.ts'
 import redisPlugin from './plugins/redis.ts'
 import sessionPlugin from './plugins/session.ts'
+import storagePlugin from './plugins/storage.ts'
 import upstreamPlugin from './plugins/upstream.ts'
 
 /** What tests (or another host) may hand in instead of what the config describes. */
@@ -96,6 +98,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   await app.register(redisPlugin, { redis })
   await app.register(outboxPlugin)
   await app.register(mailerPlugin, { config })
+  await app.register(storagePlugin, { config })
   await app.register(cookie)
   await app.register(bodyPlugin)
   await app.register(corsPlugin, { origins: config.frontendOrigins })
@@ -123,6 +126,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   await app.register(accountsRoutes, { config })
   await app.register(creditsRoutes, { config })
   await app.register(billingRoutes, { config })
+  await app.register(chatRoutes, { config })
   await app.register(adminUsersRoutes, { config })
   await app.register(supportRoutes, { config })
 

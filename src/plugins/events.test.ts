@@ -26,7 +26,7 @@ beforeAll(async () => {
     extend: (app) => {
       // Stands in for a chat route that emits after its change.
       app.post('/test/leave-group', async () => {
-        app.events.emit('UserLeftGroup', { groupId: 7, userId: 3 })
+        app.events.emit('UserLeftGroup', { groupId: 7, userId: 3, memberCount: 4 })
         return { left: true }
       })
     },
@@ -56,7 +56,7 @@ describe('app.events', () => {
     const res = await client.post('/test/leave-group')
     expect(res.status).toBe(200)
     expect(res.data).toEqual({ left: true })
-    expect(received).toEqual([{ groupId: 7, userId: 3 }])
+    expect(received).toEqual([{ groupId: 7, userId: 3, memberCount: 4 }])
     await new Promise((resolve) => setImmediate(resolve)) // the rejection is reported a tick later
     const failures = logs.filter((line) => line.msg === 'event listener failed')
     expect(failures.map((line) => [line.level, line.event, line.err?.message])).toEqual([

@@ -23,6 +23,7 @@ export interface AppEvents {
     userId: number
     respondedBy: number
     accepted: boolean
+    status: 'approved' | 'declined'
   }
   /** An AI call made in a chat conversation finished; its answer is stored as `messageId`. */
   AiCallCompleted: {
@@ -45,22 +46,23 @@ export interface AppEvents {
   }
   /** A group was deleted; `memberIds` are who belonged to it, for fan-out after the rows are gone. */
   GroupDeleted: { groupId: number; deletedBy: number; memberIds: number[] }
-  /** A message was deleted from a group (`groupId`) or a direct conversation (`receiverId`). */
+  /** A message was deleted from a group; `senderId` is its author (null: assistant, system, deleted account). */
   MessageDeleted: {
     messageId: number
-    senderId: number
-    groupId: number | null
-    receiverId: number | null
+    senderId: number | null
+    groupId: number
     deletedBy: number
   }
-  /** A member left a group (or was removed from it). */
-  UserLeftGroup: { groupId: number; userId: number }
-  /** A chat message to push to its audience in real time; `message` is its JSON as the API presents it. */
+  /** A member left a group (or their account was deleted); `memberCount` is the group's count after. */
+  UserLeftGroup: { groupId: number; userId: number; memberCount: number }
+  /**
+   * A chat message to push to its group in real time (user, assistant and system messages alike);
+   * `message` is its JSON exactly as the API presents it, so a view updates without another request.
+   */
   SocketMessage: {
     messageId: number
-    senderId: number
-    groupId: number | null
-    receiverId: number | null
+    senderId: number | null
+    groupId: number
     message: Record<string, unknown>
   }
   /** A user's broker token changed (stored or cleared); the token itself never travels in an event. */

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Config } from '../../config.ts'
 import { commonErrorResponses, MessageResponse } from '../../lib/http-schemas.ts'
 import { signedInUser } from '../../plugins/guards.ts'
+import { chatAccountRelease } from '../chat/chat.routes.ts'
 import { createLedgerService } from '../credits/ledger.service.ts'
 import { createEmailVerificationService } from '../email-verification/email-verification.service.ts'
 import { presentUser } from '../users/users.presenters.ts'
@@ -27,8 +28,15 @@ export default async function profileRoutes(fastify: FastifyInstance, { config }
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   const users = createUsersService({ db: app.db, clock: app.clock })
   const verification = createEmailVerificationService({ config, clock: app.clock, mailer: app.mailer, users })
-  const photos = createProfilePhotosService({ users, dataDir: config.dataDir, log: app.log })
-  const profile = createProfileService({ users, verification, photos })
+  const photos = createProfilePhotosService({ users, storage: app.storage, log: app.log })
+  const profile = createProfileService({
+    db: app.db,
+    clock: app.clock,
+    users,
+    verification,
+    photos,
+    releaseChat: chatAccountRelease(app, config),
+  })
   const ledger = createLedgerService({ db: app.db, clock: app.clock })
   const tags = ['profile']
   const auth = { auth: 'session' } as const

@@ -1,18 +1,26 @@
+import type { Db } from '../../db/client.ts'
 import type { UserRow } from '../../db/schema/index.ts'
+import type { Clock } from '../../lib/clock.ts'
 import { unauthenticated, ValidationError } from '../../lib/errors.ts'
 import type { FieldErrors } from '../../lib/validation.ts'
 import type { EmailVerificationService } from '../email-verification/email-verification.service.ts'
-import type { UsersService } from '../users/users.service.ts'
+import { createUsersService, type UsersService } from '../users/users.service.ts'
 import type { ProfilePhotosService } from './photos/profile-photos.service.ts'
 import type { ProfileBody, UpdatePasswordBody } from './profile.schemas.ts'
 
 // Stored as E.164: "+" and the digits, whatever separators were typed.
 const e164 = (phone: string) => `+${phone.replace(/\D/g, '')}`
 
+/** In an account deletion's transaction, what other modules let go of; answers what to do after commit. */
+export type ReleaseAccount = (tx: Db, user: UserRow) => Promise<() => Promise<void>>
+
 export function createProfileService(deps: {
+  db: Db
+  clock: Clock
   users: UsersService
   verification: EmailVerificationService
   photos: ProfilePhotosService
+  releaseChat: ReleaseAccount
 }) {
   const { users, verification, photos } = deps
 
@@ -50,10 +58,17 @@ export function createProfileService(deps: {
       await users.setPassword(user, input.password)
     },
 
-    /** Jetstream's DeleteUser, after the password: the account, everything it owns, and its photo. */
+    /**
+     * Jetstream's DeleteUser, after the password: the account, everything it owns, and its photo;
+     * its chat groups are handed over (or deleted) in the same transaction.
+     */
     async deleteAccount(user: UserRow, password: string): Promise<void> {
       await users.confirmPassword(user, password)
-      const deleted = await users.delete(user)
+      const { deleted, afterCommit } = await deps.db.transaction(async (tx) => {
+        const afterCommit = await deps.releaseChat(tx, user)
+        return { deleted: await createUsersService({ db: tx, clock: deps.clock }).delete(user), afterCommit }
+      })
+      await afterCommit()
       await photos.discard(deleted?.profilePhotoPath ?? null)
     },
   }

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Config } from '../../../config.ts'
 import { commonErrorResponses, MessageResponse, Paginated } from '../../../lib/http-schemas.ts'
 import { signedInUser } from '../../../plugins/guards.ts'
+import { chatAccountRelease } from '../../chat/chat.routes.ts'
 import { createLedgerService } from '../../credits/ledger.service.ts'
 import { createEmailVerificationService } from '../../email-verification/email-verification.service.ts'
 import { createProfilePhotosService } from '../../profile/photos/profile-photos.service.ts'
@@ -24,7 +25,7 @@ export default async function adminUsersRoutes(fastify: FastifyInstance, { confi
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   const users = createUsersService({ db: app.db, clock: app.clock })
   const verification = createEmailVerificationService({ config, clock: app.clock, mailer: app.mailer, users })
-  const photos = createProfilePhotosService({ users, dataDir: config.dataDir, log: app.log })
+  const photos = createProfilePhotosService({ users, storage: app.storage, log: app.log })
   const ledger = createLedgerService({ db: app.db, clock: app.clock })
   const admin = createAdminUsersService({
     db: app.db,
@@ -34,6 +35,7 @@ export default async function adminUsersRoutes(fastify: FastifyInstance, { confi
     verificationUrl: verification.verificationUrl,
     creditsOf: (userId) => ledger.summary(userId),
     discardPhoto: photos.discard,
+    releaseChat: chatAccountRelease(app, config),
   })
   const tags = ['admin']
   const guard = { auth: 'admin' } as const

@@ -28,6 +28,8 @@ export interface AdminUsersDeps {
   creditsOf(userId: number): Promise<CreditSummary>
   /** Removes a deleted user's profile photo file. */
   discardPhoto(path: string | null): Promise<void>
+  /** In the deletion's transaction, hands over the user's chat groups; answers what to do after commit. */
+  releaseChat(tx: Db, user: UserRow): Promise<() => Promise<void>>
 }
 
 /** Laravel's ModelNotFoundException, as route model binding answers an unknown id. */
@@ -163,10 +165,12 @@ export function createAdminUsersService(deps: AdminUsersDeps) {
     /** Deletes another user with everything they own (foreign keys cascade: sessions too) and their photo. */
     async remove(actor: UserRow, id: number): Promise<void> {
       if (id === actor.id) throw forbidden('You cannot delete your own account.')
-      const deleted = await asAdmin(actor, async (locked) => {
+      const { deleted, afterCommit } = await asAdmin(actor, async (locked) => {
         const user = await target(locked, id)
-        return createUsersService({ db: locked.tx, clock }).delete(user)
+        const afterCommit = await deps.releaseChat(locked.tx, user)
+        return { deleted: await createUsersService({ db: locked.tx, clock }).delete(user), afterCommit }
       })
+      await afterCommit()
       await deps.discardPhoto(deleted?.profilePhotoPath ?? null)
     },
 

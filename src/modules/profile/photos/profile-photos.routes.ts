@@ -41,7 +41,7 @@ export default async function profilePhotosRoutes(fastify: FastifyInstance, { co
   // Only here: no other route accepts multipart bodies.
   await app.register(multipart, { limits: multipartLimits, throwFileSizeLimit: false })
   const users = createUsersService({ db: app.db, clock: app.clock })
-  const photos = createProfilePhotosService({ users, dataDir: config.dataDir, log: app.log })
+  const photos = createProfilePhotosService({ users, storage: app.storage, log: app.log })
   const ledger = createLedgerService({ db: app.db, clock: app.clock })
   const tags = ['profile']
   const userResponse = { 200: UserResponse, ...commonErrorResponses }

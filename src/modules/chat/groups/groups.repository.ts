@@ -1,0 +1,244 @@
+import { and, asc, count, desc, eq, gte, inArray, ne, sql } from 'drizzle-orm'
+import type { Db } from '../../../db/client.ts'
+import {
+  type ChatGroupRow,
+  type ChatMemberRow,
+  chatGroupMembers,
+  chatGroups,
+  chatMessages,
+  type MemberRole,
+  sessions,
+  users,
+} from '../../../db/schema/index.ts'
+
+export type NewGroup = typeof chatGroups.$inferInsert
+
+/** A member as the group view lists them. */
+export interface MemberListing {
+  id: number
+  name: string
+  profilePhotoPath: string | null
+  role: MemberRole
+  joinedAt: Date
+}
+
+/** Groups and their members: every query of both. */
+export function createGroupsRepository({ db }: { db: Db }) {
+  return {
+    /** The group, its row locked for the caller's transaction when `lock` is set. */
+    async find(id: number, { lock = false } = {}): Promise<ChatGroupRow | undefined> {
+      const query = db.select().from(chatGroups).where(eq(chatGroups.id, id)).limit(1)
+      const [row] = lock ? await query.for('update') : await query
+      return row
+    },
+
+    async insert(values: NewGroup): Promise<ChatGroupRow> {
+      const [row] = await db.insert(chatGroups).values(values).returning()
+      if (!row) throw new Error('group insert returned no row')
+      return row
+    },
+
+    async update(id: number, values: Partial<NewGroup>): Promise<ChatGroupRow | undefined> {
+      const [row] = await db.update(chatGroups).set(values).where(eq(chatGroups.id, id)).returning()
+      return row
+    },
+
+    /** Deletes the group; its members, messages, attachments, requests and invites go with it. */
+    async delete(id: number): Promise<void> {
+      await db.delete(chatGroups).where(eq(chatGroups.id, id))
+    },
+
+    async membership(groupId: number, userId: number): Promise<ChatMemberRow | undefined> {
+      const [row] = await db
+        .select()
+        .from(chatGroupMembers)
+        .where(and(eq(chatGroupMembers.groupId, groupId), eq(chatGroupMembers.userId, userId)))
+        .limit(1)
+      return row
+    },
+
+    /**
+     * Adds a member whose read marker starts at the group's newest message (history is not
+     * unread) and counts them; false when they already belong. Call with the group row locked.
+     */
+    async addMember(group: ChatGroupRow, userId: number, role: MemberRole, now: Date): Promise<boolean> {
+      const added = await db
+        .insert(chatGroupMembers)
+        .values({
+          groupId: group.id,
+          userId,
+          role,
+          lastReadMessageId: group.lastMessageId ?? 0,
+          joinedAt: now,
+        })
+        .onConflictDoNothing()
+        .returning({ userId: chatGroupMembers.userId })
+      if (added.length === 0) return false
+      await db
+        .update(chatGroups)
+        .set({ memberCount: sql`${chatGroups.memberCount} + 1` })
+        .where(eq(chatGroups.id, group.id))
+      return true
+    },
+
+    /** Removes a member and uncounts them; false when they did not belong. Call with the group row locked. */
+    async removeMember(groupId: number, userId: number): Promise<boolean> {
+      const removed = await db
+        .delete(chatGroupMembers)
+        .where(and(eq(chatGroupMembers.groupId, groupId), eq(chatGroupMembers.userId, userId)))
+        .returning({ userId: chatGroupMembers.userId })
+      if (removed.length === 0) return false
+      await db
+        .update(chatGroups)
+        .set({ memberCount: sql`${chatGroups.memberCount} - 1` })
+        .where(eq(chatGroups.id, groupId))
+      return true
+    },
+
+    async setRole(groupId: number, userId: number, role: MemberRole): Promise<void> {
+      await db
+        .update(chatGroupMembers)
+        .set({ role })
+        .where(and(eq(chatGroupMembers.groupId, groupId), eq(chatGroupMembers.userId, userId)))
+    },
+
+    /** The members, owner first, then by when they joined. */
+    listMembers(groupId: number): Promise<MemberListing[]> {
+      return db
+        .select({
+          id: users.id,
+          name: users.name,
+          profilePhotoPath: users.profilePhotoPath,
+          role: chatGroupMembers.role,
+          joinedAt: chatGroupMembers.joinedAt,
+        })
+        .from(chatGroupMembers)
+        .innerJoin(users, eq(users.id, chatGroupMembers.userId))
+        .where(eq(chatGroupMembers.groupId, groupId))
+        .orderBy(sql`${chatGroupMembers.role} = 'owner' desc`, asc(chatGroupMembers.joinedAt), asc(users.id))
+    },
+
+    async memberIds(groupId: number): Promise<number[]> {
+      const rows = await db
+        .select({ userId: chatGroupMembers.userId })
+        .from(chatGroupMembers)
+        .where(eq(chatGroupMembers.groupId, groupId))
+      return rows.map((row) => row.userId)
+    },
+
+    /** A user's name (for system messages about them). */
+    async userName(userId: number): Promise<string | undefined> {
+      const [row] = await db.select({ name: users.name }).from(users).where(eq(users.id, userId)).limit(1)
+      return row?.name
+    },
+
+    /** Which of these addresses (lowercased) belong to members of the group. */
+    async memberEmailsAmong(groupId: number, emails: string[]): Promise<string[]> {
+      if (emails.length === 0) return []
+      const rows = await db
+        .select({ email: sql<string>`lower(${users.email})` })
+        .from(chatGroupMembers)
+        .innerJoin(users, eq(users.id, chatGroupMembers.userId))
+        .where(
+          and(
+            eq(chatGroupMembers.groupId, groupId),
+            inArray(
+              sql`lower(${users.email})`,
+              emails.map((email) => email.toLowerCase()),
+            ),
+          ),
+        )
+      return rows.map((row) => row.email)
+    },
+
+    /** The member (other than `userId`) who joined first: who inherits a group its owner leaves behind. */
+    async longestStandingOther(groupId: number, userId: number): Promise<number | undefined> {
+      const [row] = await db
+        .select({ userId: chatGroupMembers.userId })
+        .from(chatGroupMembers)
+        .where(and(eq(chatGroupMembers.groupId, groupId), ne(chatGroupMembers.userId, userId)))
+        .orderBy(asc(chatGroupMembers.joinedAt), asc(chatGroupMembers.userId))
+        .limit(1)
+      return row?.userId
+    },
+
+    /** Ids of the groups `userId` owns, in id order (the order their rows are locked in). */
+    async ownedBy(userId: number): Promise<number[]> {
+      const rows = await db
+        .select({ id: chatGroups.id })
+        .from(chatGroups)
+        .where(eq(chatGroups.ownerId, userId))
+        .orderBy(asc(chatGroups.id))
+      return rows.map((row) => row.id)
+    },
+
+    /**
+     * Moves the member's read marker to `upTo` (never back) and recounts what is still unread after
+     * it: normally nothing, unless a message arrived between the read and this write.
+     */
+    async markRead(groupId: number, userId: number, upTo: number): Promise<void> {
+      const marker = sql`greatest(${chatGroupMembers.lastReadMessageId}, ${upTo})`
+      await db
+        .update(chatGroupMembers)
+        .set({
+          lastReadMessageId: marker,
+          unreadCount: sql`(select count(*)::int from ${chatMessages} m
+            where m.group_id = ${groupId} and m.id > ${marker} and m.kind <> 'system'
+            and m.user_id is distinct from ${userId})`,
+        })
+        .where(and(eq(chatGroupMembers.groupId, groupId), eq(chatGroupMembers.userId, userId)))
+    },
+
+    /** How many members had session activity since `since` (unix seconds). */
+    async onlineCount(groupId: number, since: number): Promise<number> {
+      const [row] = await db
+        .select({ n: count() })
+        .from(chatGroupMembers)
+        .where(
+          and(
+            eq(chatGroupMembers.groupId, groupId),
+            sql`exists (select 1 from ${sessions} s where s.user_id = ${chatGroupMembers.userId}
+              and s.last_activity >= ${since})`,
+          ),
+        )
+      return row?.n ?? 0
+    },
+
+    /** The groups of a member with their counters, most recent activity first (one query). */
+    conversations(userId: number) {
+      return db
+        .select({ group: chatGroups, unreadCount: chatGroupMembers.unreadCount })
+        .from(chatGroupMembers)
+        .innerJoin(chatGroups, eq(chatGroups.id, chatGroupMembers.groupId))
+        .where(eq(chatGroupMembers.userId, userId))
+        .orderBy(desc(chatGroups.lastActivityAt), desc(chatGroups.id))
+    },
+
+    /** Whether the two users belong to at least one group together. */
+    async shareAGroup(userId: number, otherId: number): Promise<boolean> {
+      const [row] = await db
+        .select({ one: sql<number>`1` })
+        .from(chatGroupMembers)
+        .where(
+          and(
+            eq(chatGroupMembers.userId, userId),
+            sql`exists (select 1 from ${chatGroupMembers} o where o.group_id = ${chatGroupMembers.groupId}
+              and o.user_id = ${otherId})`,
+          ),
+        )
+        .limit(1)
+      return row !== undefined
+    },
+
+    /** The most recent session activity (unix seconds) of a user's live sessions, or null. */
+    async lastSeen(userId: number, since: number): Promise<number | null> {
+      const [row] = await db
+        .select({ at: sql<number | null>`max(${sessions.lastActivity})` })
+        .from(sessions)
+        .where(and(eq(sessions.userId, userId), gte(sessions.lastActivity, since)))
+      return row?.at ?? null
+    },
+  }
+}
+
+export type GroupsRepository = ReturnType<typeof createGroupsRepository>

@@ -1,0 +1,334 @@
+import type { Db } from '../../../db/client.ts'
+import type { ChatGroupRow, UserRow } from '../../../db/schema/index.ts'
+import { type Clock, unixSeconds } from '../../../lib/clock.ts'
+import { forbidden, HttpError } from '../../../lib/errors.ts'
+import type { EventBus } from '../../../lib/events.ts'
+import { laravelDate } from '../../../lib/laravel.ts'
+import type { FileStorage } from '../../../lib/storage/storage.ts'
+import type { AppEvents } from '../../../plugins/events.ts'
+import { fieldError, groupNotFound } from '../chat.errors.ts'
+import { type ChatEvent, emitAll, messagePosted } from '../chat.events.ts'
+import { presentChatUser, presentGroup, presentMessage } from '../chat.presenters.ts'
+import type { Group } from '../chat.schemas.ts'
+import { createJoinRequestsRepository } from '../join-requests/join-requests.repository.ts'
+import { appendMessage } from '../messages/append-message.ts'
+import { createMessagesRepository } from '../messages/messages.repository.ts'
+import { accessGroup, canRead, isOwner, requireOwner } from './group-access.ts'
+import { createGroupsRepository } from './groups.repository.ts'
+import {
+  type CreateGroupBody,
+  type GroupStatusResponse,
+  type GroupView,
+  type JoinResponse,
+  type SidebarResponse,
+  type UpdateGroupBody,
+  VIEW_MESSAGES,
+} from './groups.schemas.ts'
+
+/** "Online" until the real-time socket knows better: session activity within the last 5 minutes. */
+export const ONLINE_WINDOW_SECONDS = 5 * 60
+
+export interface ChatDeps {
+  db: Db
+  clock: Clock
+  /** APP_URL, the base of photo and attachment URLs. */
+  appUrl: string
+  events: EventBus<AppEvents>
+  storage: FileStorage
+  log: { warn(details: object, message: string): void }
+}
+
+const ownerMustStay = () =>
+  fieldError('group', 'Hand the group over to another member (owner_id) before leaving it.')
+
+/** Removes stored files after the rows naming them are gone; a failure is logged, never answered. */
+export async function removeFiles(deps: Pick<ChatDeps, 'storage' | 'log'>, paths: readonly string[]) {
+  for (const path of paths) {
+    await deps.storage.delete(path).catch((error: unknown) => {
+      deps.log.warn({ err: error, path }, 'could not delete a chat attachment')
+    })
+  }
+}
+
+export function createGroupsService(deps: ChatDeps) {
+  const { db, clock, appUrl, events } = deps
+
+  /** In `tx`: deletes a (locked) group and answers what to do once that commits. */
+  async function deleteLocked(tx: Db, group: ChatGroupRow, deletedBy: number) {
+    const repo = createGroupsRepository({ db: tx })
+    const files = await createMessagesRepository({ db: tx }).filesOfGroup(group.id)
+    const memberIds = await repo.memberIds(group.id)
+    await repo.delete(group.id)
+    const event: ChatEvent = { name: 'GroupDeleted', payload: { groupId: group.id, deletedBy, memberIds } }
+    return { files, event }
+  }
+
+  /** In `tx`: the user leaves a locked group they belong to, with a system message saying so. */
+  async function leaveLocked(tx: Db, group: ChatGroupRow, user: UserRow): Promise<ChatEvent[]> {
+    await createGroupsRepository({ db: tx }).removeMember(group.id, user.id)
+    const notice = await appendMessage(
+      tx,
+      {
+        groupId: group.id,
+        kind: 'system',
+        author: null,
+        body: `${user.name} left the group.`,
+        at: clock.now(),
+      },
+      appUrl,
+    )
+    return [
+      {
+        name: 'UserLeftGroup',
+        payload: { groupId: group.id, userId: user.id, memberCount: group.memberCount - 1 },
+      },
+      messagePosted(notice),
+    ]
+  }
+
+  return {
+    /** Creates a group owned (and so joined) by the user. */
+    async create(user: UserRow, input: CreateGroupBody): Promise<Group> {
+      const group = await db.transaction(async (tx) => {
+        const repo = createGroupsRepository({ db: tx })
+        const now = clock.now()
+        const created = await repo.insert({
+          name: input.name,
+          description: input.description || null,
+          isPrivate: input.is_private ?? false,
+          ownerId: user.id,
+          lastActivityAt: now,
+          createdAt: now,
+          updatedAt: now,
+        })
+        await repo.addMember(created, user.id, 'owner', now)
+        return { ...created, memberCount: 1 }
+      })
+      return presentGroup(group)
+    },
+
+    /**
+     * The group, its members and, for members and site admins, the newest messages. A member's
+     * view marks the group read; its owner also sees the pending join requests.
+     */
+    async show(user: UserRow, id: number): Promise<GroupView> {
+      const repo = createGroupsRepository({ db })
+      const access = await accessGroup(repo, user, id)
+      const members = await repo.listMembers(id)
+      const view: GroupView = {
+        ...presentGroup(access.group),
+        membership: access.membership
+          ? { role: access.membership.role, joined_at: laravelDate(access.membership.joinedAt) }
+          : null,
+        members: members.map((member) => ({
+          ...presentChatUser(member, appUrl),
+          role: member.role,
+          joined_at: laravelDate(member.joinedAt),
+        })),
+      }
+      if (canRead(access)) {
+        const messages = createMessagesRepository({ db })
+        const page = await messages.page(id, null, VIEW_MESSAGES)
+        const shown = page.slice(0, VIEW_MESSAGES).reverse()
+        const attachments = await messages.attachmentsOf(shown.map((m) => m.id))
+        view.messages = shown.map((m) =>
+          presentMessage(
+            m,
+            attachments.filter((a) => a.messageId === m.id),
+            appUrl,
+          ),
+        )
+        view.has_more_messages = page.length > VIEW_MESSAGES
+        if (access.membership) {
+          await repo.markRead(id, user.id, Math.max(shown.at(-1)?.id ?? 0, access.group.lastMessageId ?? 0))
+        }
+      }
+      if (isOwner(access)) {
+        const pending = await createJoinRequestsRepository({ db }).pendingOf(id)
+        view.join_requests = pending.map((request) => ({
+          id: request.id,
+          user: presentChatUser(request.user, appUrl),
+          created_at: laravelDate(request.createdAt),
+        }))
+      }
+      return view
+    },
+
+    /** The owner renames, describes, opens or closes the group, or hands it to another member. */
+    async update(user: UserRow, id: number, input: UpdateGroupBody): Promise<Group> {
+      const group = await db.transaction(async (tx) => {
+        const repo = createGroupsRepository({ db: tx })
+        const access = await accessGroup(repo, user, id, { lock: true })
+        requireOwner(access)
+        let ownerId = access.group.ownerId
+        if (input.owner_id !== undefined && input.owner_id !== ownerId) {
+          if (!(await repo.membership(id, input.owner_id))) {
+            throw fieldError('owner_id', 'The new owner must be a member of the group.')
+          }
+          // The old owner steps down first: the database allows one owner per group.
+          await repo.setRole(id, ownerId, 'member')
+          await repo.setRole(id, input.owner_id, 'owner')
+          ownerId = input.owner_id
+        }
+        return repo.update(id, {
+          ...(input.name !== undefined ? { name: input.name } : {}),
+          ...(input.description !== undefined ? { description: input.description || null } : {}),
+          ...(input.is_private !== undefined ? { isPrivate: input.is_private } : {}),
+          ownerId,
+          updatedAt: clock.now(),
+        })
+      })
+      if (!group) throw forbidden()
+      return presentGroup(group)
+    },
+
+    /** The owner (or a site admin, moderating) deletes the group, its messages and their files. */
+    async delete(user: UserRow, id: number): Promise<void> {
+      const { files, event } = await db.transaction(async (tx) => {
+        const access = await accessGroup(createGroupsRepository({ db: tx }), user, id, { lock: true })
+        if (!isOwner(access) && !user.isAdmin) throw forbidden('Only the owner of the group can delete it.')
+        return deleteLocked(tx, access.group, user.id)
+      })
+      await removeFiles(deps, files)
+      emitAll(events, [event])
+    },
+
+    /**
+     * Joins a public group at once; for a private one, files (or keeps) one pending join request
+     * for its owner to answer. A private group is named here without being shown: the answer says
+     * only that a request is pending.
+     */
+    async join(user: UserRow, id: number): Promise<JoinResponse['data']> {
+      const { result, posted } = await db.transaction(async (tx) => {
+        const repo = createGroupsRepository({ db: tx })
+        const group = await repo.find(id, { lock: true })
+        if (!group) throw groupNotFound(id)
+        if (await repo.membership(id, user.id)) return { result: { status: 'member' as const }, posted: null }
+        if (group.isPrivate) {
+          const request = await createJoinRequestsRepository({ db: tx }).pendingOrNew(
+            id,
+            user.id,
+            clock.now(),
+          )
+          return { result: { status: 'pending' as const, join_request_id: request.id }, posted: null }
+        }
+        const now = clock.now()
+        await repo.addMember(group, user.id, 'member', now)
+        const notice = await appendMessage(
+          tx,
+          { groupId: id, kind: 'system', author: null, body: `${user.name} joined the group.`, at: now },
+          appUrl,
+        )
+        return { result: { status: 'member' as const }, posted: notice }
+      })
+      if (posted) emitAll(events, [messagePosted(posted)])
+      return result
+    },
+
+    /**
+     * The member leaves. The owner must hand the group over first while others remain; an owner
+     * alone in it leaves by deleting it.
+     */
+    async leave(user: UserRow, id: number): Promise<'left' | 'deleted'> {
+      const outcome = await db.transaction(async (tx) => {
+        const access = await accessGroup(createGroupsRepository({ db: tx }), user, id, { lock: true })
+        if (!access.membership) throw new HttpError(404, 'You are not a member of this group.')
+        if (isOwner(access)) {
+          if (access.group.memberCount > 1) throw ownerMustStay()
+          return { kind: 'deleted' as const, ...(await deleteLocked(tx, access.group, user.id)) }
+        }
+        return { kind: 'left' as const, events: await leaveLocked(tx, access.group, user) }
+      })
+      if (outcome.kind === 'deleted') {
+        await removeFiles(deps, outcome.files)
+        emitAll(events, [outcome.event])
+      } else {
+        emitAll(events, outcome.events)
+      }
+      return outcome.kind
+    },
+
+    /** The caller's standing in a group: membership, their join request, unread and online counts. */
+    async status(user: UserRow, id: number): Promise<GroupStatusResponse['data']> {
+      const repo = createGroupsRepository({ db })
+      const access = await accessGroup(repo, user, id)
+      const request = await createJoinRequestsRepository({ db }).latest(id, user.id)
+      return {
+        is_member: access.membership !== null,
+        role: access.membership?.role ?? null,
+        join_request: request ? { id: request.id, status: request.status } : null,
+        unread_count: access.membership?.unreadCount ?? 0,
+        online_count: await repo.onlineCount(id, unixSeconds(clock) - ONLINE_WINDOW_SECONDS),
+      }
+    },
+
+    /**
+     * The user's conversations, most recent activity first, each with its newest message and
+     * unread count: a constant number of queries however many groups (counters, no history scan).
+     */
+    async sidebar(user: UserRow): Promise<SidebarResponse['data']> {
+      const rows = await createGroupsRepository({ db }).conversations(user.id)
+      const messages = createMessagesRepository({ db })
+      const lastIds = rows.flatMap((row) => (row.group.lastMessageId ? [row.group.lastMessageId] : []))
+      const last = new Map((await messages.byIds(lastIds)).map((m) => [m.id, m]))
+      const attachments = await messages.attachmentsOf([...last.keys()])
+      return rows.map(({ group, unreadCount }) => {
+        const message = group.lastMessageId ? last.get(group.lastMessageId) : undefined
+        return {
+          group: {
+            id: group.id,
+            name: group.name,
+            is_private: group.isPrivate,
+            member_count: group.memberCount,
+          },
+          last_message: message
+            ? presentMessage(
+                message,
+                attachments.filter((a) => a.messageId === message.id),
+                appUrl,
+              )
+            : null,
+          unread_count: unreadCount,
+          last_activity_at: laravelDate(group.lastActivityAt),
+        }
+      })
+    },
+
+    /**
+     * Before an account is deleted, in its transaction: it leaves every group it belongs to; a group
+     * it owns passes to its longest-standing member, or is deleted when nobody else is in it.
+     * Answers what to do once the deletion commits (remove files, announce).
+     */
+    async releaseAccount(tx: Db, user: UserRow): Promise<() => Promise<void>> {
+      const repo = createGroupsRepository({ db: tx })
+      const files: string[] = []
+      const announced: ChatEvent[] = []
+      // Every group of theirs, rows locked in id order (as any other multi-group change would).
+      for (const { group } of [...(await repo.conversations(user.id))].sort(
+        (a, b) => a.group.id - b.group.id,
+      )) {
+        const locked = await repo.find(group.id, { lock: true })
+        if (!locked) continue
+        if (locked.ownerId === user.id) {
+          const heir = await repo.longestStandingOther(locked.id, user.id)
+          if (heir === undefined) {
+            const deleted = await deleteLocked(tx, locked, user.id)
+            files.push(...deleted.files)
+            announced.push(deleted.event)
+            continue
+          }
+          await repo.setRole(locked.id, user.id, 'member')
+          await repo.setRole(locked.id, heir, 'owner')
+          await repo.update(locked.id, { ownerId: heir, updatedAt: clock.now() })
+        }
+        announced.push(...(await leaveLocked(tx, locked, user)))
+      }
+      return async () => {
+        await removeFiles(deps, files)
+        emitAll(events, announced)
+      }
+    },
+  }
+}
+
+export type GroupsService = ReturnType<typeof createGroupsService>

@@ -1,0 +1,146 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { buildTestApp, type TestApp } from '../../../../test/helpers/build-test-app.ts'
+import { createGroup, joinGroup, postMessage, recordEvents } from '../../../../test/helpers/chat.ts'
+import { signedInClient } from '../../../../test/helpers/factories.ts'
+
+let t: TestApp
+beforeAll(async () => {
+  t = await buildTestApp()
+})
+afterAll(() => t?.close())
+
+const DATE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
+
+describe('POST /api/group', () => {
+  it('creates a group the caller owns and belongs to', async () => {
+    const { client, user } = await signedInClient(t, { name: 'Ada' })
+    const res = await client.post('/api/group', {
+      name: '  Options desk  ',
+      description: 'Spreads and hedges',
+    })
+    expect(res.status).toBe(201)
+    expect(res.data).toEqual({
+      data: {
+        id: expect.any(Number),
+        name: 'Options desk',
+        description: 'Spreads and hedges',
+        is_private: false,
+        owner_id: user.id,
+        member_count: 1,
+        created_at: expect.stringMatching(DATE),
+        updated_at: expect.stringMatching(DATE),
+      },
+    })
+    const view = await client.get(`/api/group/${res.data.data.id}`)
+    expect(view.status).toBe(200)
+    expect(view.data.data.membership).toEqual({ role: 'owner', joined_at: expect.stringMatching(DATE) })
+    expect(view.data.data.members).toEqual([
+      {
+        id: user.id,
+        name: 'Ada',
+        profile_photo_url: null,
+        role: 'owner',
+        joined_at: expect.stringMatching(DATE),
+      },
+    ])
+    expect(view.data.data.messages).toEqual([])
+    expect(view.data.data.has_more_messages).toBe(false)
+    expect(view.data.data.join_requests).toEqual([])
+  })
+
+  it.each([
+    [{}, { name: ['The name field is required.'] }],
+    [{ name: '   ' }, { name: ['The name field is required.'] }],
+    [{ name: 'x'.repeat(101) }, { name: ['The name field must not be greater than 100 characters.'] }],
+    [
+      { name: 'ok', description: 'd'.repeat(1001) },
+      { description: ['The description field must not be greater than 1000 characters.'] },
+    ],
+    [{ name: 'ok', is_private: 'maybe' }, { is_private: ['The is private field must be true or false.'] }],
+  ])('refuses %j with 422 and creates nothing', async (body, errors) => {
+    const { client } = await signedInClient(t)
+    const res = await client.post('/api/group', body)
+    expect(res.status).toBe(422)
+    expect(res.data.errors).toEqual(errors)
+    const sidebar = await client.get('/api/sidebar-conversations')
+    expect(sidebar.data.data).toEqual([])
+  })
+})
+
+describe('joining, leaving and the events they emit', () => {
+  it('joins a public group at once, with a system message announced as SocketMessage', async () => {
+    const { client: owner } = await signedInClient(t)
+    const { client: bob, user: bobUser } = await signedInClient(t, { name: 'Bob' })
+    const group = await createGroup(owner)
+    const recorder = recordEvents(t.app, ['SocketMessage', 'UserLeftGroup'])
+    const joined = await bob.post(`/api/group/${group.id}/join`)
+    expect(joined.status).toBe(200)
+    expect(joined.data).toEqual({ data: { status: 'member' } })
+    const again = await bob.post(`/api/group/${group.id}/join`)
+    expect(again.data).toEqual({ data: { status: 'member' } })
+    const [notice] = recorder.of('SocketMessage')
+    expect(recorder.of('SocketMessage')).toHaveLength(1)
+    expect(notice).toMatchObject({ groupId: group.id, senderId: null })
+    expect(notice?.message).toMatchObject({ kind: 'system', user: null, body: 'Bob joined the group.' })
+
+    const view = await owner.get(`/api/group/${group.id}`)
+    expect(view.data.data.member_count).toBe(2)
+    expect(view.data.data.members.map((m: { id: number }) => m.id)).toContain(bobUser.id)
+
+    recorder.clear()
+    const left = await bob.delete(`/api/group/${group.id}/leave`)
+    expect(left.status).toBe(200)
+    expect(recorder.of('UserLeftGroup')).toEqual([{ groupId: group.id, userId: bobUser.id, memberCount: 1 }])
+    expect(recorder.of('SocketMessage')[0]?.message).toMatchObject({ body: 'Bob left the group.' })
+    const notMember = await bob.delete(`/api/group/${group.id}/leave`)
+    expect(notMember.status).toBe(404)
+    recorder.stop()
+  })
+
+  it('keeps the owner in while others remain, and deletes the group when the owner leaves alone', async () => {
+    const { client: owner } = await signedInClient(t)
+    const { client: bob } = await signedInClient(t)
+    const group = await createGroup(owner)
+    await joinGroup(bob, group.id)
+    const refused = await owner.delete(`/api/group/${group.id}/leave`)
+    expect(refused.status).toBe(422)
+    expect(Object.keys(refused.data.errors)).toEqual(['group'])
+    await bob.delete(`/api/group/${group.id}/leave`)
+    const recorder = recordEvents(t.app, ['GroupDeleted'])
+    const alone = await owner.delete(`/api/group/${group.id}/leave`)
+    expect(alone.status).toBe(200)
+    expect(recorder.events).toHaveLength(1)
+    expect((await owner.get(`/api/group/${group.id}`)).status).toBe(404)
+    recorder.stop()
+  })
+
+  it('posts, counts unread messages by others, and clears them when the group is viewed', async () => {
+    const { client: owner } = await signedInClient(t)
+    const { client: bob } = await signedInClient(t)
+    const group = await createGroup(owner)
+    await joinGroup(bob, group.id)
+    await postMessage(owner, group.id, 'Long AAPL')
+    await postMessage(owner, group.id, 'Stop at 180')
+    await postMessage(bob, group.id, 'Thanks')
+    const status = await bob.get(`/api/group/${group.id}/status`)
+    expect(status.data.data).toEqual({
+      is_member: true,
+      role: 'member',
+      join_request: null,
+      unread_count: 2,
+      online_count: 2,
+    })
+    const sidebar = await bob.get('/api/sidebar-conversations')
+    expect(sidebar.data.data).toEqual([
+      {
+        group: { id: group.id, name: group.name, is_private: false, member_count: 2 },
+        last_message: expect.objectContaining({ body: 'Thanks', kind: 'user' }),
+        unread_count: 2,
+        last_activity_at: expect.stringMatching(DATE),
+      },
+    ])
+    await bob.get(`/api/group/${group.id}`)
+    expect((await bob.get(`/api/group/${group.id}/status`)).data.data.unread_count).toBe(0)
+    expect((await owner.get(`/api/group/${group.id}/status`)).data.data.unread_count).toBe(1)
+  })
+})

@@ -1,0 +1,36 @@
+import type { Db } from '../../../db/client.ts'
+import type { MessageKind } from '../../../db/schema/index.ts'
+import { type ChatUserRow, presentMessage } from '../chat.presenters.ts'
+import type { Message } from '../chat.schemas.ts'
+import { createMessagesRepository, type NewAttachment } from './messages.repository.ts'
+
+export interface NewChatMessage {
+  groupId: number
+  kind: MessageKind
+  /** Who wrote it; null for assistant and system messages. */
+  author: ChatUserRow | null
+  body: string
+  /** Files already in storage, to attach. */
+  files?: Omit<NewAttachment, 'messageId' | 'createdAt'>[]
+  at: Date
+}
+
+/**
+ * Writes a message (and its attachments) through `tx`, whose group row the caller has locked, so
+ * message ids grow in the order messages commit within a group; answers it as the API presents it.
+ */
+export async function appendMessage(tx: Db, input: NewChatMessage, appUrl: string): Promise<Message> {
+  const repo = createMessagesRepository({ db: tx })
+  const row = await repo.insert({
+    groupId: input.groupId,
+    userId: input.author?.id ?? null,
+    kind: input.kind,
+    body: input.body,
+    createdAt: input.at,
+  })
+  const attachments = await repo.insertAttachments(
+    (input.files ?? []).map((file) => ({ ...file, messageId: row.id, createdAt: input.at })),
+  )
+  await repo.recordPosted(row)
+  return presentMessage({ ...row, author: input.author }, attachments, appUrl)
+}

@@ -1,0 +1,171 @@
+import { and, asc, desc, eq, inArray, lt, sql } from 'drizzle-orm'
+import type { Db } from '../../../db/client.ts'
+import {
+  type ChatAttachmentRow,
+  type ChatMessageRow,
+  chatGroupMembers,
+  chatGroups,
+  chatMessageAttachments,
+  chatMessages,
+  users,
+} from '../../../db/schema/index.ts'
+import type { MessageWithAuthor } from '../chat.presenters.ts'
+
+export type NewMessage = typeof chatMessages.$inferInsert
+export type NewAttachment = typeof chatMessageAttachments.$inferInsert
+
+/** Messages and their attachments: every query of both. */
+export function createMessagesRepository({ db }: { db: Db }) {
+  const withAuthor = () =>
+    db
+      .select({
+        id: chatMessages.id,
+        groupId: chatMessages.groupId,
+        kind: chatMessages.kind,
+        body: chatMessages.body,
+        createdAt: chatMessages.createdAt,
+        authorId: users.id,
+        authorName: users.name,
+        authorPhoto: users.profilePhotoPath,
+      })
+      .from(chatMessages)
+      .leftJoin(users, eq(users.id, chatMessages.userId))
+
+  type Joined = Awaited<ReturnType<ReturnType<typeof withAuthor>['execute']>>[number]
+  const toMessage = (row: Joined): MessageWithAuthor => ({
+    id: row.id,
+    groupId: row.groupId,
+    kind: row.kind,
+    body: row.body,
+    createdAt: row.createdAt,
+    author:
+      row.authorId === null
+        ? null
+        : { id: row.authorId, name: row.authorName ?? '', profilePhotoPath: row.authorPhoto },
+  })
+
+  return {
+    async find(id: number): Promise<ChatMessageRow | undefined> {
+      const [row] = await db.select().from(chatMessages).where(eq(chatMessages.id, id)).limit(1)
+      return row
+    },
+
+    async insert(values: NewMessage): Promise<ChatMessageRow> {
+      const [row] = await db.insert(chatMessages).values(values).returning()
+      if (!row) throw new Error('message insert returned no row')
+      return row
+    },
+
+    async insertAttachments(values: NewAttachment[]): Promise<ChatAttachmentRow[]> {
+      if (values.length === 0) return []
+      return db.insert(chatMessageAttachments).values(values).returning()
+    },
+
+    /**
+     * Records a new message on its group (newest message, activity) and, unless it is a system
+     * message (news, not conversation: never unread), raises the unread count of every member but its author. Call with the group row locked.
+     */
+    async recordPosted(message: ChatMessageRow): Promise<void> {
+      await db
+        .update(chatGroups)
+        .set({ lastMessageId: message.id, lastActivityAt: message.createdAt })
+        .where(eq(chatGroups.id, message.groupId))
+      if (message.kind === 'system') return
+      await db
+        .update(chatGroupMembers)
+        .set({ unreadCount: sql`${chatGroupMembers.unreadCount} + 1` })
+        .where(
+          and(
+            eq(chatGroupMembers.groupId, message.groupId),
+            sql`${chatGroupMembers.userId} is distinct from ${message.userId}`,
+          ),
+        )
+    },
+
+    /**
+     * Deletes a message: members who had not read it yet count one unread fewer, and the group's
+     * newest message is looked up again. Answers the paths of its files. Call with the group row locked.
+     */
+    async delete(message: ChatMessageRow): Promise<string[]> {
+      const files = await db
+        .select({ path: chatMessageAttachments.path })
+        .from(chatMessageAttachments)
+        .where(eq(chatMessageAttachments.messageId, message.id))
+      await db.delete(chatMessages).where(eq(chatMessages.id, message.id))
+      if (message.kind !== 'system') {
+        await db
+          .update(chatGroupMembers)
+          .set({ unreadCount: sql`greatest(${chatGroupMembers.unreadCount} - 1, 0)` })
+          .where(
+            and(
+              eq(chatGroupMembers.groupId, message.groupId),
+              lt(chatGroupMembers.lastReadMessageId, message.id),
+              sql`${chatGroupMembers.userId} is distinct from ${message.userId}`,
+            ),
+          )
+      }
+      await db
+        .update(chatGroups)
+        .set({
+          lastMessageId: sql`(select max(m.id) from ${chatMessages} m where m.group_id = ${message.groupId})`,
+        })
+        .where(and(eq(chatGroups.id, message.groupId), eq(chatGroups.lastMessageId, message.id)))
+      return files.map((file) => file.path)
+    },
+
+    /**
+     * Up to `limit` messages of a group older than `beforeId` (all when null), newest first, one
+     * more than asked so the caller knows whether there are more. Keyset on the id, never OFFSET.
+     */
+    async page(groupId: number, beforeId: number | null, limit: number): Promise<MessageWithAuthor[]> {
+      const rows = await withAuthor()
+        .where(
+          beforeId === null
+            ? eq(chatMessages.groupId, groupId)
+            : and(eq(chatMessages.groupId, groupId), lt(chatMessages.id, beforeId)),
+        )
+        .orderBy(desc(chatMessages.id))
+        .limit(limit + 1)
+      return rows.map(toMessage)
+    },
+
+    /** Messages by id, with their authors (e.g. the newest message of each sidebar group). */
+    async byIds(ids: number[]): Promise<MessageWithAuthor[]> {
+      if (ids.length === 0) return []
+      return (await withAuthor().where(inArray(chatMessages.id, ids))).map(toMessage)
+    },
+
+    /** The attachments of these messages, in the order they were attached. */
+    attachmentsOf(messageIds: number[]): Promise<ChatAttachmentRow[]> {
+      if (messageIds.length === 0) return Promise.resolve([])
+      return db
+        .select()
+        .from(chatMessageAttachments)
+        .where(inArray(chatMessageAttachments.messageId, messageIds))
+        .orderBy(asc(chatMessageAttachments.id))
+    },
+
+    async attachment(messageId: number, attachmentId: number): Promise<ChatAttachmentRow | undefined> {
+      const [row] = await db
+        .select()
+        .from(chatMessageAttachments)
+        .where(
+          and(eq(chatMessageAttachments.id, attachmentId), eq(chatMessageAttachments.messageId, messageId)),
+        )
+        .limit(1)
+      return row
+    },
+
+    /** The stored files of every message of a group (to remove after the group is deleted). */
+    async filesOfGroup(groupId: number): Promise<string[]> {
+      const rows = await db
+        .select({ path: chatMessageAttachments.path })
+        .from(chatMessageAttachments)
+        .innerJoin(chatMessages, eq(chatMessages.id, chatMessageAttachments.messageId))
+        .where(eq(chatMessages.groupId, groupId))
+      return rows.map((row) => row.path)
+    },
+  }
+}
+
+export type MessagesRepository = ReturnType<typeof createMessagesRepository>
