@@ -1,0 +1,68 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { buildTestApp, type TestApp } from '../../../../test/helpers/build-test-app.ts'
+import { createGroup, joinGroup } from '../../../../test/helpers/chat.ts'
+import { minutes } from '../../../../test/helpers/clock.ts'
+import { signedInClient } from '../../../../test/helpers/factories.ts'
+
+let t: TestApp
+beforeAll(async () => {
+  t = await buildTestApp()
+})
+afterAll(() => t?.close())
+
+describe('GET /api/user/{user} and /api/user/{user}/status', () => {
+  it('shows fellow members (never an email) and hides everyone else behind a 404', async () => {
+    const ada = await signedInClient(t, { name: 'Ada' })
+    const bob = await signedInClient(t, { name: 'Bob' })
+    const stranger = await signedInClient(t, { name: 'Stranger' })
+    const group = await createGroup(ada.client, { is_private: true })
+    const res = await bob.client.get(`/api/user/${ada.user.id}`)
+    expect(res.status).toBe(404)
+    expect(res.text).not.toContain('Ada')
+
+    // Bob joins through the group's owner approving his request.
+    const join = await bob.client.post(`/api/group/${group.id}/join`)
+    await ada.client.post(`/api/join-requests/${join.data.data.join_request_id}/respond`, {
+      action: 'approve',
+    })
+
+    const seen = await bob.client.get(`/api/user/${ada.user.id}`)
+    expect(seen.status).toBe(200)
+    expect(seen.data).toEqual({
+      data: {
+        id: ada.user.id,
+        name: 'Ada',
+        profile_photo_url: null,
+        created_at: expect.stringMatching(/Z$/),
+      },
+    })
+    expect(seen.text).not.toContain(ada.user.email)
+    expect((await stranger.client.get(`/api/user/${ada.user.id}`)).status).toBe(404)
+    expect((await stranger.client.get(`/api/user/${ada.user.id}/status`)).status).toBe(404)
+    expect((await stranger.client.get(`/api/user/${stranger.user.id}`)).status).toBe(200)
+    expect((await stranger.client.get('/api/user/999999999')).status).toBe(404)
+    expect((await stranger.client.get('/api/user/abc')).status).toBe(404)
+  })
+
+  it('is online with session activity in the last 5 minutes, and says when it was last seen', async () => {
+    const ada = await signedInClient(t)
+    const bob = await signedInClient(t)
+    const group = await createGroup(ada.client)
+    await joinGroup(bob.client, group.id)
+    const now = await bob.client.get(`/api/user/${ada.user.id}/status`)
+    expect(now.status).toBe(200)
+    expect(now.data).toEqual({
+      data: { id: ada.user.id, online: true, last_seen_at: expect.stringMatching(/Z$/) },
+    })
+    const seenAt = now.data.data.last_seen_at
+    t.clock.advance(minutes(6))
+    const later = await bob.client.get(`/api/user/${ada.user.id}/status`)
+    expect(later.data.data).toEqual({ id: ada.user.id, online: false, last_seen_at: seenAt })
+    // Ada comes back: her session's activity is recorded again.
+    await ada.client.get('/api/user')
+    expect((await bob.client.get(`/api/user/${ada.user.id}/status`)).data.data.online).toBe(true)
+    await ada.client.post('/api/logout')
+    const gone = await bob.client.get(`/api/user/${ada.user.id}/status`)
+    expect(gone.data.data).toEqual({ id: ada.user.id, online: false, last_seen_at: null })
+  })
+})
