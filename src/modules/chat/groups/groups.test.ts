@@ -144,3 +144,113 @@ describe('joining, leaving and the events they emit', () => {
     expect((await owner.get(`/api/group/${group.id}/status`)).data.data.unread_count).toBe(1)
   })
 })
+
+describe('PUT /api/group/{group}', () => {
+  it('lets the owner rename, describe, close the group and hand it to a member', async () => {
+    const { client: owner, user: ownerUser } = await signedInClient(t)
+    const { client: bob, user: bobUser } = await signedInClient(t)
+    const group = await createGroup(owner)
+    await joinGroup(bob, group.id)
+    const res = await owner.put(`/api/group/${group.id}`, {
+      name: 'Renamed',
+      description: 'Now private',
+      is_private: true,
+      owner_id: bobUser.id,
+    })
+    expect(res.status).toBe(200)
+    expect(res.data.data).toMatchObject({
+      id: group.id,
+      name: 'Renamed',
+      description: 'Now private',
+      is_private: true,
+      owner_id: bobUser.id,
+      member_count: 2,
+    })
+    const view = await bob.get(`/api/group/${group.id}`)
+    expect(view.data.data.members.map((m: { id: number; role: string }) => [m.id, m.role])).toEqual([
+      [bobUser.id, 'owner'],
+      [ownerUser.id, 'member'],
+    ])
+    // The former owner is a plain member now.
+    expect((await owner.put(`/api/group/${group.id}`, { name: 'Mine again' })).status).toBe(403)
+    // A field left out keeps its value; an empty description clears it.
+    const partial = await bob.put(`/api/group/${group.id}`, { description: '' })
+    expect(partial.data.data).toMatchObject({ name: 'Renamed', description: null, is_private: true })
+  })
+
+  it('refuses a new owner who is not a member, and bad fields, with 422 and no change', async () => {
+    const { client: owner } = await signedInClient(t)
+    const { user: stranger } = await signedInClient(t)
+    const group = await createGroup(owner, { name: 'Stays' })
+    const notMember = await owner.put(`/api/group/${group.id}`, { owner_id: stranger.id, name: 'Changed' })
+    expect(notMember.status).toBe(422)
+    expect(notMember.data.errors).toEqual({ owner_id: ['The new owner must be a member of the group.'] })
+    const tooLong = await owner.put(`/api/group/${group.id}`, { name: 'n'.repeat(101) })
+    expect(tooLong.status).toBe(422)
+    expect(Object.keys(tooLong.data.errors)).toEqual(['name'])
+    const view = await owner.get(`/api/group/${group.id}`)
+    expect(view.data.data).toMatchObject({ name: 'Stays', owner_id: group.owner_id })
+  })
+})
+
+describe('DELETE /api/group/{group}', () => {
+  it('deletes the group with its messages and emits GroupDeleted once with who belonged', async () => {
+    const { client: owner, user: ownerUser } = await signedInClient(t)
+    const { client: bob, user: bobUser } = await signedInClient(t)
+    const group = await createGroup(owner)
+    await joinGroup(bob, group.id)
+    const message = await postMessage(bob, group.id, 'soon gone')
+    const recorder = recordEvents(t.app, ['GroupDeleted'])
+    const res = await owner.delete(`/api/group/${group.id}`)
+    expect(res.status).toBe(200)
+    expect(res.data).toEqual({ message: 'The group has been deleted.' })
+    expect(recorder.of('GroupDeleted')).toHaveLength(1)
+    const [event] = recorder.of('GroupDeleted')
+    expect(event?.groupId).toBe(group.id)
+    expect(event?.deletedBy).toBe(ownerUser.id)
+    expect([...(event?.memberIds ?? [])].sort()).toEqual([ownerUser.id, bobUser.id].sort())
+    expect((await bob.get(`/api/message/older/${message.id}`)).status).toBe(404)
+    expect((await bob.get('/api/sidebar-conversations')).data.data).toEqual([])
+    expect((await owner.delete(`/api/group/${group.id}`)).status).toBe(404)
+    recorder.stop()
+  })
+})
+
+describe('GET /api/sidebar-conversations', () => {
+  it('lists only the caller’s groups, most recent activity first, each with its own unread count', async () => {
+    const { client: ada } = await signedInClient(t)
+    const { client: bob } = await signedInClient(t)
+    const quiet = await createGroup(ada, { name: 'Quiet' })
+    const busy = await createGroup(ada, { name: 'Busy' })
+    const foreign = await createGroup(bob, { name: 'Not Ada’s' })
+    await joinGroup(bob, quiet.id)
+    await joinGroup(bob, busy.id)
+    t.clock.advance(1000)
+    await postMessage(bob, quiet.id, 'one')
+    t.clock.advance(1000)
+    await postMessage(bob, busy.id, 'two')
+    await postMessage(bob, busy.id, 'three')
+    t.clock.advance(1000)
+    await postMessage(bob, foreign.id, 'elsewhere')
+    const res = await ada.get('/api/sidebar-conversations')
+    expect(res.status).toBe(200)
+    expect(
+      res.data.data.map(
+        (c: { group: { name: string }; unread_count: number; last_message: { body: string } }) => [
+          c.group.name,
+          c.unread_count,
+          c.last_message.body,
+        ],
+      ),
+    ).toEqual([
+      ['Busy', 2, 'three'],
+      ['Quiet', 1, 'one'],
+    ])
+    t.clock.advance(1000)
+    await postMessage(ada, quiet.id, 'Ada answers')
+    const after = await ada.get('/api/sidebar-conversations')
+    expect(after.data.data.map((c: { group: { name: string } }) => c.group.name)).toEqual(['Quiet', 'Busy'])
+    // Her own message is not unread for her.
+    expect(after.data.data[0].unread_count).toBe(1)
+  })
+})
