@@ -44,7 +44,7 @@ async function postForm(client: TestClient, fields: Record<string, string>, file
       'x-xsrf-token': decodeURIComponent(client.cookies.get('XSRF-TOKEN') ?? ''),
     },
   })
-  return { status: res.status, data: await res.json() }
+  return { status: res.status, data: (await res.json()) as any }
 }
 
 async function download(client: TestClient, url: string) {
@@ -226,16 +226,17 @@ describe('attachments', () => {
 describe('GET /api/message/older/{message}', () => {
   it('pages back to the first message with no gap or repeat while others keep posting', async () => {
     const { owner, member, group } = await room()
-    const posters = [owner, member, await signedInClient(t), await signedInClient(t)]
-    for (const poster of posters.slice(2)) await joinGroup(poster.client, group.id)
-    for (let i = 0; i < 40; i++) await postMessage(posters[i % 2]!.client, group.id, `before ${i}`)
+    const late = [(await signedInClient(t)).client, (await signedInClient(t)).client]
+    for (const poster of late) await joinGroup(poster, group.id)
+    const early = [owner.client, member.client]
+    for (let i = 0; i < 40; i++) await postMessage(early[i % 2] as TestClient, group.id, `before ${i}`)
     const first = await member.client.get(`/api/group/${group.id}`)
     const seen: number[] = first.data.data.messages.map((m: { id: number }) => m.id)
     // Keep posting (new messages are newer than every page) while paging back 7 at a time.
     let posting = true
     const background = (async () => {
       let i = 0
-      while (posting) await postMessage(posters[2 + (i++ % 2)]!.client, group.id, `during ${i}`)
+      while (posting) await postMessage(late[i++ % 2] as TestClient, group.id, `during ${i}`)
     })()
     let cursor = seen[0] as number
     let hasMore = first.data.data.has_more_messages
