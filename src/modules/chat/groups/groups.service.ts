@@ -248,16 +248,23 @@ export function createGroupsService(deps: ChatDeps) {
       return outcome.kind
     },
 
-    /** The caller's standing in a group: membership, their join request, unread and online counts. */
+    /**
+     * The caller's standing in a group: membership, their join request, unread and online counts.
+     * Someone who asked to join a private group may follow their request here (nothing else of the
+     * group is in this answer).
+     */
     async status(user: UserRow, id: number): Promise<GroupStatusResponse['data']> {
       const repo = createGroupsRepository({ db })
-      const access = await accessGroup(repo, user, id)
       const request = await createJoinRequestsRepository({ db }).latest(id, user.id)
+      const access = await accessGroup(repo, user, id).catch((error: unknown) => {
+        if (request) return null
+        throw error
+      })
       return {
-        is_member: access.membership !== null,
-        role: access.membership?.role ?? null,
+        is_member: access?.membership != null,
+        role: access?.membership?.role ?? null,
         join_request: request ? { id: request.id, status: request.status } : null,
-        unread_count: access.membership?.unreadCount ?? 0,
+        unread_count: access?.membership?.unreadCount ?? 0,
         online_count: await repo.onlineCount(id, unixSeconds(clock) - ONLINE_WINDOW_SECONDS),
       }
     },

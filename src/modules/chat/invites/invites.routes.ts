@@ -1,5 +1,5 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { commonErrorResponses } from '../../../lib/http-schemas.ts'
 import { signedInUser, type ThrottleRule } from '../../../plugins/guards.ts'
 import { GroupParams, GroupResponse } from '../chat.schemas.ts'
@@ -13,18 +13,27 @@ import {
   TokenParams,
   ValidateInviteResponse,
 } from './invites.schemas.ts'
-import type { InvitesService } from './invites.service.ts'
+import type { InvitesService, MailLimit } from './invites.service.ts'
 
 const tags = ['chat']
 const config = { auth: 'session' } as const
 
-// Each resend mails a stranger: three an hour per invitation, counted once the owner is known.
-const resendThrottle: ThrottleRule = {
-  name: 'invite-resend',
-  max: 3,
-  decaySeconds: 3600,
-  key: (request) => String((request.params as { id?: unknown }).id),
-}
+// Each invitation mails a stranger: per group and address, the first mail and three more (resends
+// or invitations again) an hour, counted once the caller is known to be the owner.
+const INVITE_MAILS_PER_HOUR = 4
+
+/** The limit of invitation mails, for one request (the rate limiter sets its headers on `reply`). */
+const mailLimit =
+  (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): MailLimit =>
+  (groupId, email) => {
+    const rule: ThrottleRule = {
+      name: 'invite-mail',
+      max: INVITE_MAILS_PER_HOUR,
+      decaySeconds: 3600,
+      key: () => `${groupId}:${email.toLowerCase()}`,
+    }
+    return app.rateLimiter.enforce(rule, request, reply)
+  }
 
 /** Invitations by email: send, list, check a link, accept, revoke or decline, send again. */
 export default async function invitesRoutes(
@@ -44,9 +53,10 @@ export default async function invitesRoutes(
         response: { 200: InviteResponse, ...commonErrorResponses },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { group_id, email } = request.body
-      const [invite] = await invites.invite(signedInUser(request), group_id, [email], () => 'email')
+      const limit = mailLimit(app, request, reply)
+      const [invite] = await invites.invite(signedInUser(request), group_id, [email], () => 'email', limit)
       return { data: invite as NonNullable<typeof invite> }
     },
   )
@@ -63,12 +73,13 @@ export default async function invitesRoutes(
         response: { 200: InviteListResponse, ...commonErrorResponses },
       },
     },
-    async (request) => ({
+    async (request, reply) => ({
       data: await invites.invite(
         signedInUser(request),
         request.params.group,
         request.body.emails,
         (index) => `emails.${index}`,
+        mailLimit(app, request, reply),
       ),
     }),
   )
@@ -134,15 +145,14 @@ export default async function invitesRoutes(
       config,
       schema: {
         tags,
-        summary: 'Mail a pending invitation again with a new link and expiry (the group owner; 3 an hour)',
+        summary:
+          'Mail a pending invitation again with a new link and expiry (the group owner; 3 more mails an hour)',
         params: InviteParams,
         response: { 200: InviteResponse, ...commonErrorResponses },
       },
     },
     async (request, reply) => ({
-      data: await invites.resend(signedInUser(request), request.params.id, () =>
-        app.rateLimiter.enforce(resendThrottle, request, reply),
-      ),
+      data: await invites.resend(signedInUser(request), request.params.id, mailLimit(app, request, reply)),
     }),
   )
 }

@@ -30,6 +30,12 @@ export interface InvitesDeps extends ChatDeps {
   queueMail(mail: MailMessage, tx: Db): void | Promise<void>
 }
 
+/**
+ * Counts one invitation mail to `email` for the group; throws (429) past the limit. Invites and
+ * resends share it, so re-inviting cannot be used to get round the resend limit.
+ */
+export type MailLimit = (groupId: number, email: string) => Promise<void>
+
 const DAY_MS = 86_400_000
 const hashToken = (token: string) => createHash('sha256').update(token).digest('hex')
 // 30 random bytes are 40 URL-safe characters.
@@ -73,6 +79,23 @@ export function createInvitesService(deps: InvitesDeps) {
     return invite.id
   }
 
+  /** In `tx`: the invite and its group, both rows locked (the group first, as every chat change locks). */
+  async function lockInvite(tx: Db, id: number) {
+    const repo = createInvitesRepository({ db: tx })
+    const found = await repo.find(id)
+    if (!found) throw inviteNotFound(id)
+    const group = await createGroupsRepository({ db: tx }).find(found.groupId, { lock: true })
+    const invite = await repo.find(id, { lock: true })
+    if (!group || !invite) throw inviteNotFound(id)
+    return { group, invite }
+  }
+
+  async function presentById(id: number): Promise<Invite> {
+    const listing = await createInvitesRepository({ db }).listing(id)
+    if (!listing) throw inviteNotFound(id)
+    return present(listing)
+  }
+
   /** In `tx`: the user joins the (locked) group by invitation; answers the system message. */
   async function joinByInvite(tx: Db, groupId: number, user: UserRow) {
     const groups = createGroupsRepository({ db: tx })
@@ -93,13 +116,15 @@ export function createInvitesService(deps: InvitesDeps) {
     /**
      * The group's owner invites addresses: each gets one pending invite (refreshed when it had one)
      * and InviteUserMail with its link. An address that already belongs to a member is a 422 on its
-     * field (`fieldOf(index)`), and then nobody is invited.
+     * field (`fieldOf(index)`), and then nobody is invited. `beforeMailing` counts each mail
+     * against the address's limit (invites and resends alike).
      */
     async invite(
       user: UserRow,
       groupId: number,
       emails: string[],
       fieldOf: (index: number) => string,
+      beforeMailing: MailLimit,
     ): Promise<Invite[]> {
       const ids = await db.transaction(async (tx) => {
         const groups = createGroupsRepository({ db: tx })
@@ -116,6 +141,7 @@ export function createInvitesService(deps: InvitesDeps) {
         const repo = createInvitesRepository({ db: tx })
         const ids: number[] = []
         for (const email of new Set(emails.map((e) => e.toLowerCase()))) {
+          await beforeMailing(groupId, email)
           ids.push(
             await issue(tx, user, access.group.name, (tokenHash, expiresAt) =>
               repo.upsertPending({
@@ -203,50 +229,38 @@ export function createInvitesService(deps: InvitesDeps) {
     /** The group's owner revokes an invitation, or its invitee declines it; to anyone else it does not exist. */
     async remove(user: UserRow, id: number): Promise<Invite> {
       await db.transaction(async (tx) => {
-        const repo = createInvitesRepository({ db: tx })
-        const invite = await repo.find(id)
-        if (!invite) throw inviteNotFound(id)
-        const group = await createGroupsRepository({ db: tx }).find(invite.groupId, { lock: true })
-        const locked = await repo.find(id, { lock: true })
-        if (!group || !locked) throw inviteNotFound(id)
+        const { group, invite } = await lockInvite(tx, id)
         const owner = group.ownerId === user.id
-        const invitee = sameEmail(user, locked.email) && user.emailVerifiedAt !== null
+        const invitee = sameEmail(user, invite.email) && user.emailVerifiedAt !== null
         if (!owner && !invitee) throw inviteNotFound(id)
-        if (locked.status !== 'pending') throw fieldError('invite', 'This invitation is no longer pending.')
-        await repo.setStatus(id, owner ? 'revoked' : 'declined', clock.now())
+        if (invite.status !== 'pending') throw fieldError('invite', 'This invitation is no longer pending.')
+        await createInvitesRepository({ db: tx }).setStatus(id, owner ? 'revoked' : 'declined', clock.now())
       })
-      const listing = await createInvitesRepository({ db }).listing(id)
-      if (!listing) throw inviteNotFound(id)
-      return present(listing)
+      return presentById(id)
     },
 
     /**
-     * The group's owner mails a pending (or expired) invitation again, with a new link and expiry;
-     * `beforeSending` enforces the resend limit once the caller is known to be allowed.
+     * The group's owner mails a pending invitation again, with a new link and expiry (an expired one
+     * is invited again instead); `beforeMailing` counts the mail against the address's limit.
      */
-    async resend(user: UserRow, id: number, beforeSending: () => Promise<void>): Promise<Invite> {
+    async resend(user: UserRow, id: number, beforeMailing: MailLimit): Promise<Invite> {
       await db.transaction(async (tx) => {
-        const repo = createInvitesRepository({ db: tx })
-        const invite = await repo.find(id)
-        if (!invite) throw inviteNotFound(id)
-        const group = await createGroupsRepository({ db: tx }).find(invite.groupId, { lock: true })
-        const locked = await repo.find(id, { lock: true })
-        if (!group || !locked || group.ownerId !== user.id) throw inviteNotFound(id)
-        if (locked.status !== 'pending') {
+        const { group, invite } = await lockInvite(tx, id)
+        if (group.ownerId !== user.id) throw inviteNotFound(id)
+        const status = statusOf({ invite })
+        if (status !== 'pending') {
           throw fieldError(
             'invite',
-            `Only a pending invitation can be sent again; this one was ${locked.status}.`,
+            `Only a pending invitation can be sent again; this one is ${status} (invite the address again instead).`,
           )
         }
-        await beforeSending()
+        await beforeMailing(group.id, invite.email)
         await issue(tx, user, group.name, async (tokenHash, expiresAt) => {
-          await repo.refresh(id, tokenHash, expiresAt, clock.now())
-          return locked
+          await createInvitesRepository({ db: tx }).refresh(id, tokenHash, expiresAt, clock.now())
+          return invite
         })
       })
-      const listing = await createInvitesRepository({ db }).listing(id)
-      if (!listing) throw inviteNotFound(id)
-      return present(listing)
+      return presentById(id)
     },
   }
 }
