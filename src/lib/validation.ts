@@ -141,6 +141,11 @@ export function laravelFieldErrors(errors: ErrorObject[], rootKey = 'body'): Fie
     if (!list.includes(message)) list.push(message)
     bag[key] = list
   }
+  // Laravel runs no other rule on an empty value ("required" only, never also "must be a valid email").
+  for (const [key, list] of Object.entries(bag)) {
+    const required = `The ${attributeName(key)} field is required.`
+    if (list.includes(required)) bag[key] = [required]
+  }
   return bag
 }
 

@@ -250,8 +250,8 @@ describe('invitation 422s', () => {
     const { owner, group } = await ownerWithGroup()
     const res = await owner.post('/api/invites', { group_id: group.id, ...body })
     expect(res.status).toBe(422)
-    expect(Object.keys(res.data.errors)).toEqual(['email'])
-    expect(res.data.errors.email[0]).toBe(first)
+    // One message: Laravel runs no other rule on an empty value.
+    expect(res.data.errors).toEqual({ email: [first] })
   })
 
   it('POST /api/invites refuses a missing group_id with 422', async () => {
