@@ -1,5 +1,5 @@
 import type { ChatGroupRow, ChatMemberRow, UserRow } from '../../../db/schema/index.ts'
-import { forbidden } from '../../../lib/errors.ts'
+import { forbidden, type HttpError } from '../../../lib/errors.ts'
 import { groupNotFound } from '../chat.errors.ts'
 import type { GroupsRepository } from './groups.repository.ts'
 
@@ -12,18 +12,20 @@ export interface GroupAccess {
 
 /**
  * The group `id` as `user` sees it. A private group they do not belong to does not exist for them
- * (404, the same answer as an unknown id); site admins see every group, for moderation.
+ * (404, the same answer as an unknown id); site admins see every group, for moderation. A route that
+ * names something inside the group (a message, a request) answers its own 404 (`notFound`) instead.
  */
 export async function accessGroup(
   repo: GroupsRepository,
   user: UserRow,
   id: number,
-  options: { lock?: boolean } = {},
+  options: { lock?: boolean; notFound?: () => HttpError } = {},
 ): Promise<GroupAccess> {
-  const group = await repo.find(id, options)
-  if (!group) throw groupNotFound(id)
+  const notFound = options.notFound ?? (() => groupNotFound(id))
+  const group = await repo.find(id, { lock: options.lock })
+  if (!group) throw notFound()
   const membership = (await repo.membership(id, user.id)) ?? null
-  if (group.isPrivate && !membership && !user.isAdmin) throw groupNotFound(id)
+  if (group.isPrivate && !membership && !user.isAdmin) throw notFound()
   return { group, membership, user }
 }
 

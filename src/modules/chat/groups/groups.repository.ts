@@ -25,10 +25,16 @@ export interface MemberListing {
 /** Groups and their members: every query of both. */
 export function createGroupsRepository({ db }: { db: Db }) {
   return {
-    /** The group, its row locked for the caller's transaction when `lock` is set. */
-    async find(id: number, { lock = false } = {}): Promise<ChatGroupRow | undefined> {
+    /**
+     * The group, its row locked for the caller's transaction when `lock` is set (`share`: only
+     * waits for, and holds off, the changes that lock it for update, such as posting).
+     */
+    async find(
+      id: number,
+      { lock = false }: { lock?: boolean | 'share' } = {},
+    ): Promise<ChatGroupRow | undefined> {
       const query = db.select().from(chatGroups).where(eq(chatGroups.id, id)).limit(1)
-      const [row] = lock ? await query.for('update') : await query
+      const [row] = lock ? await query.for(lock === 'share' ? 'share' : 'update') : await query
       return row
     },
 
@@ -162,19 +168,10 @@ export function createGroupsRepository({ db }: { db: Db }) {
       return row?.userId
     },
 
-    /** Ids of the groups `userId` owns, in id order (the order their rows are locked in). */
-    async ownedBy(userId: number): Promise<number[]> {
-      const rows = await db
-        .select({ id: chatGroups.id })
-        .from(chatGroups)
-        .where(eq(chatGroups.ownerId, userId))
-        .orderBy(asc(chatGroups.id))
-      return rows.map((row) => row.id)
-    },
-
     /**
      * Moves the member's read marker to `upTo` (never back) and recounts what is still unread after
-     * it: normally nothing, unless a message arrived between the read and this write.
+     * it: normally nothing, unless a message arrived between the read and this write. Call with the
+     * group row locked (share will do), so no post is half-way through its counters meanwhile.
      */
     async markRead(groupId: number, userId: number, upTo: number): Promise<void> {
       const marker = sql`greatest(${chatGroupMembers.lastReadMessageId}, ${upTo})`
@@ -204,14 +201,40 @@ export function createGroupsRepository({ db }: { db: Db }) {
       return row?.n ?? 0
     },
 
-    /** The groups of a member with their counters, most recent activity first (one query). */
+    /**
+     * The groups of a member with their unread counts and newest messages (and those messages'
+     * authors), most recent activity first: one query, whatever the number of groups.
+     */
     conversations(userId: number) {
       return db
-        .select({ group: chatGroups, unreadCount: chatGroupMembers.unreadCount })
+        .select({
+          group: chatGroups,
+          unreadCount: chatGroupMembers.unreadCount,
+          lastMessage: {
+            id: chatMessages.id,
+            groupId: chatMessages.groupId,
+            kind: chatMessages.kind,
+            body: chatMessages.body,
+            createdAt: chatMessages.createdAt,
+          },
+          author: { id: users.id, name: users.name, profilePhotoPath: users.profilePhotoPath },
+        })
         .from(chatGroupMembers)
         .innerJoin(chatGroups, eq(chatGroups.id, chatGroupMembers.groupId))
+        .leftJoin(chatMessages, eq(chatMessages.id, chatGroups.lastMessageId))
+        .leftJoin(users, eq(users.id, chatMessages.userId))
         .where(eq(chatGroupMembers.userId, userId))
         .orderBy(desc(chatGroups.lastActivityAt), desc(chatGroups.id))
+    },
+
+    /** Ids of the groups a user belongs to, in id order (the order a change to several locks them in). */
+    async groupIdsOf(userId: number): Promise<number[]> {
+      const rows = await db
+        .select({ id: chatGroupMembers.groupId })
+        .from(chatGroupMembers)
+        .where(eq(chatGroupMembers.userId, userId))
+        .orderBy(asc(chatGroupMembers.groupId))
+      return rows.map((row) => row.id)
     },
 
     /** Whether the two users belong to at least one group together. */

@@ -140,7 +140,13 @@ export function createGroupsService(deps: ChatDeps) {
         )
         view.has_more_messages = page.length > VIEW_MESSAGES
         if (access.membership) {
-          await repo.markRead(id, user.id, Math.max(shown.at(-1)?.id ?? 0, access.group.lastMessageId ?? 0))
+          const upTo = Math.max(shown.at(-1)?.id ?? 0, access.group.lastMessageId ?? 0)
+          // Under the group's lock, so a post committing meanwhile is either counted or seen.
+          await db.transaction(async (tx) => {
+            const locked = createGroupsRepository({ db: tx })
+            await locked.find(id, { lock: 'share' })
+            await locked.markRead(id, user.id, upTo)
+          })
         }
       }
       if (isOwner(access)) {
@@ -178,7 +184,7 @@ export function createGroupsService(deps: ChatDeps) {
           updatedAt: clock.now(),
         })
       })
-      if (!group) throw forbidden()
+      if (!group) throw groupNotFound(id)
       return presentGroup(group)
     },
 
@@ -275,30 +281,26 @@ export function createGroupsService(deps: ChatDeps) {
      */
     async sidebar(user: UserRow): Promise<SidebarResponse['data']> {
       const rows = await createGroupsRepository({ db }).conversations(user.id)
-      const messages = createMessagesRepository({ db })
-      const lastIds = rows.flatMap((row) => (row.group.lastMessageId ? [row.group.lastMessageId] : []))
-      const last = new Map((await messages.byIds(lastIds)).map((m) => [m.id, m]))
-      const attachments = await messages.attachmentsOf([...last.keys()])
-      return rows.map(({ group, unreadCount }) => {
-        const message = group.lastMessageId ? last.get(group.lastMessageId) : undefined
-        return {
-          group: {
-            id: group.id,
-            name: group.name,
-            is_private: group.isPrivate,
-            member_count: group.memberCount,
-          },
-          last_message: message
-            ? presentMessage(
-                message,
-                attachments.filter((a) => a.messageId === message.id),
-                appUrl,
-              )
-            : null,
-          unread_count: unreadCount,
-          last_activity_at: laravelDate(group.lastActivityAt),
-        }
-      })
+      const attachments = await createMessagesRepository({ db }).attachmentsOf(
+        rows.flatMap((row) => (row.lastMessage ? [row.lastMessage.id] : [])),
+      )
+      return rows.map(({ group, unreadCount, lastMessage, author }) => ({
+        group: {
+          id: group.id,
+          name: group.name,
+          is_private: group.isPrivate,
+          member_count: group.memberCount,
+        },
+        last_message: lastMessage
+          ? presentMessage(
+              { ...lastMessage, author },
+              attachments.filter((a) => a.messageId === lastMessage.id),
+              appUrl,
+            )
+          : null,
+        unread_count: unreadCount,
+        last_activity_at: laravelDate(group.lastActivityAt),
+      }))
     },
 
     /**

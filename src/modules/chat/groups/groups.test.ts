@@ -1,7 +1,10 @@
+import { and, eq, gt } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildTestApp, type TestApp } from '../../../../test/helpers/build-test-app.ts'
 import { createGroup, joinGroup, postMessage, recordEvents } from '../../../../test/helpers/chat.ts'
+import type { TestClient } from '../../../../test/helpers/client.ts'
 import { signedInClient } from '../../../../test/helpers/factories.ts'
+import { chatGroupMembers, chatMessages } from '../../../db/schema/index.ts'
 
 let t: TestApp
 beforeAll(async () => {
@@ -252,5 +255,40 @@ describe('GET /api/sidebar-conversations', () => {
     expect(after.data.data.map((c: { group: { name: string } }) => c.group.name)).toEqual(['Quiet', 'Busy'])
     // Her own message is not unread for her.
     expect(after.data.data[0].unread_count).toBe(1)
+  })
+})
+
+describe('unread counts under concurrent posting and viewing', () => {
+  it('always equal the messages by others after the read marker', async () => {
+    const { client: bob, user: bobUser } = await signedInClient(t)
+    const posters = await Promise.all([1, 2, 3, 4].map(() => signedInClient(t)))
+    const group = await createGroup(posters[0]?.client as TestClient)
+    await joinGroup(bob, group.id)
+    for (const poster of posters.slice(1)) await joinGroup(poster.client, group.id)
+    // Views land while posts are half-way through their counters.
+    await Promise.all([
+      ...posters.map(async ({ client }, p) => {
+        for (let i = 0; i < 15; i++) await postMessage(client, group.id, `tick ${p}.${i}`)
+      }),
+      ...[1, 2].map(async () => {
+        for (let i = 0; i < 30; i++) await bob.get(`/api/group/${group.id}`)
+      }),
+    ])
+    const [member] = await t.database.db
+      .select()
+      .from(chatGroupMembers)
+      .where(and(eq(chatGroupMembers.groupId, group.id), eq(chatGroupMembers.userId, bobUser.id)))
+    const after = await t.database.db
+      .select({ id: chatMessages.id })
+      .from(chatMessages)
+      .where(
+        and(
+          eq(chatMessages.groupId, group.id),
+          eq(chatMessages.kind, 'user'),
+          gt(chatMessages.id, member?.lastReadMessageId ?? 0),
+        ),
+      )
+    expect(member?.unreadCount).toBe(after.length)
+    expect((await bob.get(`/api/group/${group.id}/status`)).data.data.unread_count).toBe(after.length)
   })
 })

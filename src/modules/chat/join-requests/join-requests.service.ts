@@ -24,8 +24,9 @@ export function createJoinRequestsService(deps: ChatDeps) {
       if (!found) throw joinRequestNotFound(id)
       const { request, announced } = await db.transaction(async (tx) => {
         const groups = createGroupsRepository({ db: tx })
-        const access = await accessGroup(groups, user, found.groupId, { lock: true }).catch((error) => {
-          throw error instanceof HttpError && error.status === 404 ? joinRequestNotFound(id) : error
+        const access = await accessGroup(groups, user, found.groupId, {
+          lock: true,
+          notFound: () => joinRequestNotFound(id),
         })
         requireOwner(access)
         const requests = createJoinRequestsRepository({ db: tx })

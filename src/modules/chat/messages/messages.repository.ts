@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, lt, sql } from 'drizzle-orm'
+import { and, asc, desc, eq, lt, sql } from 'drizzle-orm'
 import type { Db } from '../../../db/client.ts'
 import {
   type ChatAttachmentRow,
@@ -129,20 +129,17 @@ export function createMessagesRepository({ db }: { db: Db }) {
       return rows.map(toMessage)
     },
 
-    /** Messages by id, with their authors (e.g. the newest message of each sidebar group). */
-    async byIds(ids: number[]): Promise<MessageWithAuthor[]> {
-      if (ids.length === 0) return []
-      return (await withAuthor().where(inArray(chatMessages.id, ids))).map(toMessage)
-    },
-
     /** The attachments of these messages, in the order they were attached. */
     attachmentsOf(messageIds: number[]): Promise<ChatAttachmentRow[]> {
       if (messageIds.length === 0) return Promise.resolve([])
-      return db
-        .select()
-        .from(chatMessageAttachments)
-        .where(inArray(chatMessageAttachments.messageId, messageIds))
-        .orderBy(asc(chatMessageAttachments.id))
+      return (
+        db
+          .select()
+          .from(chatMessageAttachments)
+          // One array parameter: a list of 200 placeholders costs ten times as much to build.
+          .where(sql`${chatMessageAttachments.messageId} = any(${sql.param(messageIds)}::bigint[])`)
+          .orderBy(asc(chatMessageAttachments.id))
+      )
     },
 
     async attachment(messageId: number, attachmentId: number): Promise<ChatAttachmentRow | undefined> {

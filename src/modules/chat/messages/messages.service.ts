@@ -1,11 +1,12 @@
+import type { Db } from '../../../db/client.ts'
 import type { UserRow } from '../../../db/schema/index.ts'
-import { forbidden, HttpError, ValidationError } from '../../../lib/errors.ts'
+import { forbidden, ValidationError } from '../../../lib/errors.ts'
 import type { StoredFile } from '../../../lib/storage/storage.ts'
 import { attachmentNotFound, messageNotFound } from '../chat.errors.ts'
 import { emitAll, messagePosted } from '../chat.events.ts'
 import { presentMessage } from '../chat.presenters.ts'
 import type { Message } from '../chat.schemas.ts'
-import { accessGroup, canRead, type GroupAccess, isOwner, requireMember } from '../groups/group-access.ts'
+import { accessGroup, canRead, isOwner, requireMember } from '../groups/group-access.ts'
 import { createGroupsRepository } from '../groups/groups.repository.ts'
 import { type ChatDeps, removeFiles } from '../groups/groups.service.ts'
 import { appendMessage } from './append-message.ts'
@@ -54,20 +55,11 @@ export function createMessagesService(deps: ChatDeps) {
   const { db, clock, appUrl, events } = deps
 
   /** The group of a message as the user may reach it; a message in a group they cannot see is not found. */
-  async function accessOf(
-    repo: ReturnType<typeof createGroupsRepository>,
-    user: UserRow,
-    groupId: number,
-    messageId: number,
-    lock = false,
-  ): Promise<GroupAccess> {
-    try {
-      return await accessGroup(repo, user, groupId, { lock })
-    } catch (error) {
-      if (error instanceof HttpError && error.status === 404) throw messageNotFound(messageId)
-      throw error
-    }
-  }
+  const accessOf = (on: Db, user: UserRow, groupId: number, messageId: number, lock = false) =>
+    accessGroup(createGroupsRepository({ db: on }), user, groupId, {
+      lock,
+      notFound: () => messageNotFound(messageId),
+    })
 
   return {
     /** A member writes to the group: text, files or both. Announced as SocketMessage. */
@@ -108,7 +100,7 @@ export function createMessagesService(deps: ChatDeps) {
       const messages = createMessagesRepository({ db })
       const anchor = await messages.find(messageId)
       if (!anchor) throw messageNotFound(messageId)
-      const access = await accessOf(createGroupsRepository({ db }), user, anchor.groupId, messageId)
+      const access = await accessOf(db, user, anchor.groupId, messageId)
       if (!canRead(access)) throw forbidden('You are not a member of this group.')
       const page = await messages.page(anchor.groupId, anchor.id, limit)
       const shown = page.slice(0, limit).reverse()
@@ -130,13 +122,7 @@ export function createMessagesService(deps: ChatDeps) {
       const found = await createMessagesRepository({ db }).find(messageId)
       if (!found) throw messageNotFound(messageId)
       const { files, message } = await db.transaction(async (tx) => {
-        const access = await accessOf(
-          createGroupsRepository({ db: tx }),
-          user,
-          found.groupId,
-          messageId,
-          true,
-        )
+        const access = await accessOf(tx, user, found.groupId, messageId, true)
         const repo = createMessagesRepository({ db: tx })
         // Read again under the group's lock: someone may have deleted it meanwhile.
         const message = await repo.find(messageId)
@@ -162,10 +148,11 @@ export function createMessagesService(deps: ChatDeps) {
     ): Promise<AttachmentDownload> {
       const messages = createMessagesRepository({ db })
       const message = await messages.find(messageId)
-      const access =
-        message &&
-        (await accessOf(createGroupsRepository({ db }), user, message.groupId, messageId).catch(() => null))
-      if (!access || !canRead(access)) throw attachmentNotFound(attachmentId)
+      if (!message) throw attachmentNotFound(attachmentId)
+      const access = await accessGroup(createGroupsRepository({ db }), user, message.groupId, {
+        notFound: () => attachmentNotFound(attachmentId),
+      })
+      if (!canRead(access)) throw attachmentNotFound(attachmentId)
       const row = await messages.attachment(messageId, attachmentId)
       const file = row && (await deps.storage.open(row.path))
       if (!row || !file) throw attachmentNotFound(attachmentId)
