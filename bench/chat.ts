@@ -1,46 +1,12 @@
-/**
- * `npm run bench:chat`: posting to groups over HTTP, and the sidebar of a user in many busy groups, on PostgreSQL.
- *
- * A fresh database on the server of BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres)
- * is created and dropped again. A reader signs in and creates 200 public groups (POST /api/group);
- * 640 posters (32 clients x 20 users, so none nears the 60 messages a minute a user may post) sign in
- * and join two of them each (POST /api/group/{g}/join): one of the 20 posting groups and one of the
- * 180 others. 200,000 messages are then written straight into chat_messages with one set-based
- * INSERT (1,000 per group, by the groups' members), and every counter is set as the service keeps
- * it: member_count, last_message_id, last_activity_at, and for each member a read marker some
- * messages back with the unread count after it.
- *
- * In one run:
- *   (a) baseline: 32 concurrent clients read GET /api/credits for BENCH_BASELINE_SECONDS (5),
- *       cycling through the posters, as bench/credits.ts does;
- *   (b) the same 32 clients POST /api/message (JSON, with the CSRF token) to the 20 groups for
- *       BENCH_SECONDS (10), each client cycling through its own 20 posters. Every answer must be
- *       201; afterwards the stored messages must number the 201 answers and the counters must agree
- *       with the rows (newest message, member counts, unread counts after each read marker). These
- *       clients (not autocannon, which drops the requests in flight when its time is up) await every
- *       answer, so that count is exact;
- *   (c) the reader's GET /api/sidebar-conversations (200 groups over 200,000+ messages) with
- *       autocannon at BENCH_SIDEBAR_CONNECTIONS (1) for BENCH_SIDEBAR_SECONDS (10), its load
- *       generated in a worker thread, against the reader's GET /api/credits with the same settings
- *       (autocannon's percentiles are whole milliseconds; the mean printed is connections / rate).
- * Printed: messages/s with p50/p99, the sidebar's p50/p99 (target p99 <= 20 ms), each baseline,
- * the ratios, and the load average after each phase.
- */
-import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
 import os from 'node:os'
-import { join } from 'node:path'
 import autocannon from 'autocannon'
 import pg from 'pg'
 import { Pool } from 'undici'
-import { buildApp } from '../src/app.ts'
-import { generateAppKey, loadConfig } from '../src/config.ts'
-import { openDatabase } from '../src/db/client.ts'
 import { systemClock } from '../src/lib/clock.ts'
 import { createUsersService } from '../src/modules/users/users.service.ts'
+import { load1, percentile, type RunResult, runClients, startBenchApp } from './harness.ts'
 import { BENCH_PASSWORD, signIn } from './sign-in.ts'
 
-const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const BASELINE_SECONDS = Number(process.env.BENCH_BASELINE_SECONDS ?? 5)
 const SIDEBAR_SECONDS = Number(process.env.BENCH_SIDEBAR_SECONDS ?? 10)
@@ -56,72 +22,11 @@ const SEEDED_MESSAGES = 200_000
 const UNREAD_SPREAD = 30
 const SIDEBAR_TARGET_MS = 20
 
-async function onServer(statement: string): Promise<void> {
-  const admin = new pg.Client({ connectionString: SERVER_URL })
-  await admin.connect()
-  try {
-    await admin.query(statement)
-  } finally {
-    await admin.end()
-  }
-}
-
 interface Session {
   userId: number
   headers: Record<string, string>
   /** The posting group this user writes to. */
   groupId: number
-}
-
-const percentile = (sorted: number[], p: number) =>
-  sorted.length === 0
-    ? 0
-    : (sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0)
-
-const load1 = () => os.loadavg()[0]?.toFixed(2) ?? '?'
-
-interface RunResult {
-  ops: number
-  errors: number
-  seconds: number
-  latencies: number[]
-  created: number
-  statuses: Map<number, number>
-  load: string
-}
-
-/** CLIENTS loops for `seconds`, each calling `step` with the next session, timing every request. */
-async function run(
-  sessions: Session[],
-  seconds: number,
-  step: (session: Session, n: number, result: RunResult) => Promise<number[]>,
-) {
-  const result: RunResult = {
-    ops: 0,
-    errors: 0,
-    seconds,
-    latencies: [],
-    created: 0,
-    statuses: new Map(),
-    load: '',
-  }
-  const started = performance.now()
-  const deadline = started + seconds * 1000
-  let counter = 0
-  await Promise.all(
-    Array.from({ length: CLIENTS }, async (_, worker) => {
-      for (let i = worker; performance.now() < deadline; i += CLIENTS) {
-        const session = sessions[i % sessions.length] as Session
-        const timings = await step(session, counter++, result)
-        result.latencies.push(...timings)
-        result.ops += timings.length
-      }
-    }),
-  )
-  result.seconds = (performance.now() - started) / 1000
-  result.latencies.sort((a, b) => a - b)
-  result.load = load1()
-  return result
 }
 
 /** `tasks` jobs, `width` at a time (setting up users and memberships over HTTP). */
@@ -165,29 +70,10 @@ async function load(url: string, headers: Record<string, string>): Promise<Figur
 }
 
 async function main() {
-  const name = `bench_chat_${randomBytes(4).toString('hex')}`
-  await onServer(`create database ${name}`)
-  const url = new URL(SERVER_URL)
-  url.pathname = `/${name}`
-  const database = await openDatabase({ url: url.toString() })
-  const dataDir = mkdtempSync(join(os.tmpdir(), 'bench-chat-'))
-  const config = loadConfig(
-    {
-      NODE_ENV: 'test',
-      APP_KEY: generateAppKey(),
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'silent',
-      DATABASE_URL: url.toString(),
-    },
-    dataDir,
-  )
-  const app = await buildApp(config, { database })
-  const sql = new pg.Client({ connectionString: url.toString() })
+  const bench = await startBenchApp('bench_chat')
+  const { database, appUrl } = bench
+  const sql = new pg.Client({ connectionString: bench.databaseUrl })
   try {
-    await app.listen({ host: '127.0.0.1', port: 0 })
-    const address = app.server.address()
-    if (!address || typeof address === 'string') throw new Error('no port')
-    const appUrl = `http://127.0.0.1:${address.port}`
     const http = new Pool(appUrl, { connections: CLIENTS, pipelining: 1 })
     await sql.connect()
 
@@ -298,18 +184,18 @@ async function main() {
     const before = Number(seeded.rows[0]?.max)
 
     // (a) baseline and (b) posting, same clients.
-    const baseline = await run(sessions, BASELINE_SECONDS, async (session, _n, result) => {
+    const baseline = await runClients(CLIENTS, sessions, BASELINE_SECONDS, async (session, _n, result) => {
       const res = await call('GET', '/api/credits', session)
       if (res.status !== 200) result.errors++
       return [res.ms]
     })
-    const posting = await run(sessions, SECONDS, async (session, n, result) => {
+    const posting = await runClients(CLIENTS, sessions, SECONDS, async (session, n, result) => {
       const res = await call('POST', '/api/message', session, {
         group_id: session.groupId,
         body: `Bench message ${n} from user ${session.userId}.`,
       })
       result.statuses.set(res.status, (result.statuses.get(res.status) ?? 0) + 1)
-      if (res.status === 201) result.created++
+      if (res.status === 201) result.succeeded++
       else result.errors++
       return [res.ms]
     })
@@ -340,7 +226,7 @@ async function main() {
             and x.user_id is distinct from m.user_id)
     `)
     const failed = problems.rows.filter((row) => row.n !== '0')
-    const consistent = failed.length === 0 && stored === posting.created
+    const consistent = failed.length === 0 && stored === posting.succeeded
 
     // (c) the reader's sidebar, against the reader's baseline read, both with autocannon.
     const readerHeaders = { cookie: reader.headers.cookie ?? '', accept: 'application/json' }
@@ -354,7 +240,7 @@ async function main() {
 
     const cpu = os.cpus()
     const line = (label: string, r: RunResult, unit = 'req/s') =>
-      `${label.padEnd(34)} ${(r.created > 0 ? r.created / r.seconds : r.ops / r.seconds).toFixed(0).padStart(6)} ${unit.padEnd(10)} p50 ${percentile(r.latencies, 50).toFixed(1)} ms   p99 ${percentile(r.latencies, 99).toFixed(1)} ms   errors ${r.errors}   load ${r.load}`
+      `${label.padEnd(34)} ${(r.succeeded > 0 ? r.succeeded / r.seconds : r.ops / r.seconds).toFixed(0).padStart(6)} ${unit.padEnd(10)} p50 ${percentile(r.latencies, 50).toFixed(1)} ms   p99 ${percentile(r.latencies, 99).toFixed(1)} ms   errors ${r.errors}   load ${r.load}`
     const row = (label: string, f: Figures) =>
       `${label.padEnd(34)} ${f.rate.toFixed(0).padStart(6)} ${'req/s'.padEnd(10)} mean ${f.mean.toFixed(2)} ms   p50 ${f.p50} ms   p99 ${f.p99} ms   non-2xx ${f.non2xx}, errors ${f.errors}   load ${f.load}`
     console.log(
@@ -373,12 +259,12 @@ async function main() {
     console.log(line(`(a) baseline GET /api/credits`, baseline))
     console.log(line(`(b) POST /api/message`, posting, 'messages/s'))
     console.log(
-      `    answers: ${[...posting.statuses].map(([status, n]) => `${n} x ${status}`).join(', ')} in ${posting.seconds.toFixed(1)} s; ratio b/a ${(posting.created / posting.seconds / (baseline.ops / baseline.seconds)).toFixed(2)}`,
+      `    answers: ${[...posting.statuses].map(([status, n]) => `${n} x ${status}`).join(', ')} in ${posting.seconds.toFixed(1)} s; ratio b/a ${(posting.succeeded / posting.seconds / (baseline.ops / baseline.seconds)).toFixed(2)}`,
     )
     console.log(
       consistent
-        ? `    stored: consistent (${stored} messages stored = ${posting.created} answered 201; counters agree with the rows)`
-        : `    stored: INCONSISTENT ${JSON.stringify(failed)} stored=${stored} answered 201=${posting.created}`,
+        ? `    stored: consistent (${stored} messages stored = ${posting.succeeded} answered 201; counters agree with the rows)`
+        : `    stored: INCONSISTENT ${JSON.stringify(failed)} stored=${stored} answered 201=${posting.succeeded}`,
     )
     console.log(
       `(c) reader in ${conversations.length} groups (${unread.length} with unread, ${unread.reduce((sum, c) => sum + c.unread_count, 0)} unread), sidebar answer ${sample.text.length} bytes; autocannon, ${SIDEBAR_CONNECTIONS} connection(s), ${SIDEBAR_SECONDS} s each`,
@@ -400,9 +286,7 @@ async function main() {
     }
   } finally {
     await sql.end().catch(() => {})
-    await app.close()
-    await onServer(`drop database if exists ${name} with (force)`)
-    rmSync(dataDir, { recursive: true, force: true })
+    await bench.close()
   }
 }
 
