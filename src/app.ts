@@ -22,6 +22,7 @@ import knowledgeBaseRoutes from './modules/knowledge-base/knowledge-base.routes.
 import marketDataRoutes from './modules/market-data/market-data.routes.ts'
 import passwordResetRoutes from './modules/password-reset/password-reset.routes.ts'
 import profileRoutes from './modules/profile/profile.routes.ts'
+import realtimeRoutes from './modules/realtime/realtime.routes.ts'
 import strategiesRoutes from './modules/strategies/strategies.routes.ts'
 import supportRoutes from './modules/support/support.routes.ts'
 import twoFactorRoutes from './modules/two-factor/two-factor.routes.ts'
@@ -38,6 +39,7 @@ import mailerPlugin from './plugins/mailer.ts'
 import openapiPlugin from './plugins/openapi.ts'
 import outboxPlugin from './plugins/outbox.ts'
 import rateLimitPlugin from './plugins/rate-limit.ts'
+import realtimePlugin from './plugins/realtime.ts'
 import redisPlugin from './plugins/redis.ts'
 import sessionPlugin from './plugins/session.ts'
 import storagePlugin from './plugins/storage.ts'
@@ -108,6 +110,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   await app.register(sessionPlugin, { config })
   await app.register(guardsPlugin)
   await app.register(openapiPlugin, { appUrl: config.appUrl })
+  await app.register(realtimePlugin, { config })
 
   // Modules, in the order of the spec's endpoint sections.
   await app.register(healthRoutes)
@@ -127,6 +130,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   await app.register(creditsRoutes, { config })
   await app.register(billingRoutes, { config })
   await app.register(chatRoutes, { config })
+  await app.register(realtimeRoutes, { config })
   await app.register(adminUsersRoutes, { config })
   await app.register(supportRoutes, { config })
 

@@ -32,6 +32,13 @@ const Env = Type.Object({
   STRIPE_WEBHOOK_SECRET: Type.Optional(Type.String({ minLength: 1 })),
   STRIPE_API_BASE: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$' })),
   SUPPORT_EMAIL: Type.Optional(Type.String({ format: 'email' })),
+  REVERB_APP_ID: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' })),
+  REVERB_APP_KEY: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,128}$' })),
+  REVERB_APP_SECRET: Type.Optional(Type.String({ minLength: 16, maxLength: 256 })),
+  REVERB_MAX_CONNECTIONS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
+  REVERB_APP_ACTIVITY_TIMEOUT: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
+  REVERB_INSTANCE_TTL_SECONDS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
+  REVERB_DRAIN_SECONDS: Type.Optional(Type.String({ pattern: '^[0-9]{1,3}(\\.[0-9]{1,3})?$' })),
 })
 type Env = Static<typeof Env>
 
@@ -63,6 +70,19 @@ export interface Config {
     readonly apiBase: string | undefined
   }
   readonly supportEmail: string
+  /** The Pusher-protocol socket (named after Laravel Reverb's settings, so the app's VITE_REVERB_* map across). */
+  readonly realtime: {
+    readonly appId: string
+    readonly key: string
+    readonly secret: string
+    readonly maxConnections: number
+    /** Seconds of silence before a ping; a socket silent for twice this long is closed. */
+    readonly activityTimeoutSeconds: number
+    /** How long this instance's presence and online records outlive its last heartbeat (Redis). */
+    readonly instanceTtlSeconds: number
+    /** Over how many seconds a stopping instance closes its sockets, so clients do not reconnect at once. */
+    readonly drainSeconds: number
+  }
 }
 
 export class ConfigError extends Error {
@@ -109,6 +129,26 @@ function localAppKey(dataDir: string): string {
   return key
 }
 
+interface ReverbApp {
+  appId: string
+  key: string
+  secret: string
+}
+
+/** The socket app's credentials outside production: generated once, then read back from DATA_DIR. */
+function localReverbApp(dataDir: string): ReverbApp {
+  const file = join(dataDir, 'reverb-app.json')
+  if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as ReverbApp
+  mkdirSync(dataDir, { recursive: true })
+  const app: ReverbApp = {
+    appId: String(100_000 + (randomBytes(4).readUInt32BE() % 900_000)),
+    key: randomBytes(10).toString('hex'),
+    secret: randomBytes(20).toString('hex'),
+  }
+  writeFileSync(file, `${JSON.stringify(app)}\n`, { mode: 0o600 })
+  return app
+}
+
 /** The only reader of process.env: validates it and returns a frozen, typed Config. */
 export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
   const raw = readEnvironment(source, cwd)
@@ -136,6 +176,11 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
   // The database refuses a hold of 0 credits (credit_holds_amount_positive).
   if (env.HOLD_DEFAULT_CREDITS !== undefined && Number(env.HOLD_DEFAULT_CREDITS) <= 0) {
     problems.push('HOLD_DEFAULT_CREDITS: must be greater than 0')
+  }
+  if (nodeEnv === 'production') {
+    for (const name of ['REVERB_APP_ID', 'REVERB_APP_KEY', 'REVERB_APP_SECRET'] as const) {
+      if (!env[name]) problems.push(`${name}: required when NODE_ENV=production`)
+    }
   }
   if (problems.length > 0) throw new ConfigError(problems)
 
@@ -173,7 +218,26 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
       apiBase: env.STRIPE_API_BASE?.replace(/\/+$/, ''),
     }),
     supportEmail: env.SUPPORT_EMAIL ?? 'support@localhost',
+    realtime: Object.freeze({
+      ...reverbApp(env, dataDir),
+      maxConnections: Number(env.REVERB_MAX_CONNECTIONS ?? 10_000),
+      activityTimeoutSeconds: Number(env.REVERB_APP_ACTIVITY_TIMEOUT ?? 30),
+      instanceTtlSeconds: Number(env.REVERB_INSTANCE_TTL_SECONDS ?? 30),
+      drainSeconds: Number(env.REVERB_DRAIN_SECONDS ?? 5),
+    }),
   })
+}
+
+/** REVERB_APP_ID/KEY/SECRET when all are set; otherwise (outside production) the generated ones, overridden one by one. */
+function reverbApp(env: Env, dataDir: string): ReverbApp {
+  const given = { appId: env.REVERB_APP_ID, key: env.REVERB_APP_KEY, secret: env.REVERB_APP_SECRET }
+  if (given.appId && given.key && given.secret) return given as ReverbApp
+  const local = localReverbApp(dataDir)
+  return {
+    appId: given.appId ?? local.appId,
+    key: given.key ?? local.key,
+    secret: given.secret ?? local.secret,
+  }
 }
 
 /** The same config pointed at another upstream (the in-process simulator of server.ts). */

@@ -10,8 +10,16 @@ import { concretePath, MUTATIONS } from '../helpers/routes.ts'
  * contract the moment it is registered: `auth` routes refuse guests, mutations demand the CSRF token.
  */
 
-// The only writes the spec lets through without the token: a public form and Stripe's webhook.
-const MAY_SKIP_CSRF = ['POST /api/contact-form', 'POST /payments/buy-credits/webhook']
+// The only writes let through without the token: the spec's public form, Stripe's webhook, Laravel's
+// broadcasting auth (CSRF-exempt there too), and the Pusher trigger API (signed requests of a server).
+const MAY_SKIP_CSRF = [
+  'POST /api/contact-form',
+  'POST /payments/buy-credits/webhook',
+  'POST /broadcasting/auth',
+  'POST /api/broadcasting/auth',
+  'POST /apps/:appId/events',
+  'POST /apps/:appId/batch_events',
+]
 
 let t: TestApp
 let routes: readonly RouteTableEntry[]

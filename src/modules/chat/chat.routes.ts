@@ -19,6 +19,7 @@ export const chatDeps = (app: FastifyInstance, config: Config): ChatDeps => ({
   events: app.events,
   storage: app.storage,
   log: app.log,
+  presence: app.realtime,
 })
 
 /**
@@ -42,6 +43,6 @@ export default async function chatRoutes(app: FastifyInstance, { config }: { con
   await app.register(joinRequestsRoutes, { joinRequests: createJoinRequestsService(deps) })
   await app.register(messagesRoutes, { messages: createMessagesService(deps) })
   await app.register(peopleRoutes, {
-    people: createPeopleService({ ...deps, sessionLifetimeMinutes: config.session.lifetimeMinutes }),
+    people: createPeopleService(deps),
   })
 }

@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, gte, inArray, ne, sql } from 'drizzle-orm'
+import { and, asc, desc, eq, inArray, ne, sql } from 'drizzle-orm'
 import type { Db } from '../../../db/client.ts'
 import {
   type ChatGroupRow,
@@ -7,7 +7,6 @@ import {
   chatGroups,
   chatMessages,
   type MemberRole,
-  sessions,
   users,
 } from '../../../db/schema/index.ts'
 
@@ -186,21 +185,6 @@ export function createGroupsRepository({ db }: { db: Db }) {
         .where(and(eq(chatGroupMembers.groupId, groupId), eq(chatGroupMembers.userId, userId)))
     },
 
-    /** How many members had session activity since `since` (unix seconds). */
-    async onlineCount(groupId: number, since: number): Promise<number> {
-      const [row] = await db
-        .select({ n: count() })
-        .from(chatGroupMembers)
-        .where(
-          and(
-            eq(chatGroupMembers.groupId, groupId),
-            sql`exists (select 1 from ${sessions} s where s.user_id = ${chatGroupMembers.userId}
-              and s.last_activity >= ${since})`,
-          ),
-        )
-      return row?.n ?? 0
-    },
-
     /**
      * The groups of a member with their unread counts and newest messages (and those messages'
      * authors), most recent activity first: one query, whatever the number of groups.
@@ -251,15 +235,6 @@ export function createGroupsRepository({ db }: { db: Db }) {
         )
         .limit(1)
       return row !== undefined
-    },
-
-    /** The most recent session activity (unix seconds) of a user's live sessions, or null. */
-    async lastSeen(userId: number, since: number): Promise<number | null> {
-      const [row] = await db
-        .select({ at: sql<number | null>`max(${sessions.lastActivity})` })
-        .from(sessions)
-        .where(and(eq(sessions.userId, userId), gte(sessions.lastActivity, since)))
-      return row?.at ?? null
     },
   }
 }

@@ -1,11 +1,12 @@
 import type { Db } from '../../../db/client.ts'
 import type { ChatGroupRow, UserRow } from '../../../db/schema/index.ts'
-import { type Clock, unixSeconds } from '../../../lib/clock.ts'
+import type { Clock } from '../../../lib/clock.ts'
 import { forbidden, HttpError } from '../../../lib/errors.ts'
 import type { EventBus } from '../../../lib/events.ts'
 import { laravelDate } from '../../../lib/laravel.ts'
 import type { FileStorage } from '../../../lib/storage/storage.ts'
 import type { AppEvents } from '../../../plugins/events.ts'
+import type { Realtime } from '../../../plugins/realtime.ts'
 import { fieldError, groupNotFound } from '../chat.errors.ts'
 import { type ChatEvent, emitAll, messagePosted } from '../chat.events.ts'
 import { presentChatUser, presentGroup, presentMessage } from '../chat.presenters.ts'
@@ -25,9 +26,6 @@ import {
   VIEW_MESSAGES,
 } from './groups.schemas.ts'
 
-/** "Online" until the real-time socket knows better: session activity within the last 5 minutes. */
-export const ONLINE_WINDOW_SECONDS = 5 * 60
-
 export interface ChatDeps {
   db: Db
   clock: Clock
@@ -36,6 +34,8 @@ export interface ChatDeps {
   events: EventBus<AppEvents>
   storage: FileStorage
   log: { warn(details: object, message: string): void }
+  /** Who is online: a live socket on their own user channel (the real-time server knows). */
+  presence: Pick<Realtime, 'online' | 'lastSeen'>
 }
 
 const ownerMustStay = () =>
@@ -254,6 +254,11 @@ export function createGroupsService(deps: ChatDeps) {
       return outcome.kind
     },
 
+    /** Whether the user belongs to the group (who may join its channels). */
+    async isMember(groupId: number, userId: number): Promise<boolean> {
+      return (await createGroupsRepository({ db }).membership(groupId, userId)) !== undefined
+    },
+
     /**
      * The caller's standing in a group: membership, their join request, unread and online counts.
      * Someone who asked to join a private group may follow their request here (nothing else of the
@@ -271,7 +276,7 @@ export function createGroupsService(deps: ChatDeps) {
         role: access?.membership?.role ?? null,
         join_request: request ? { id: request.id, status: request.status } : null,
         unread_count: access?.membership?.unreadCount ?? 0,
-        online_count: await repo.onlineCount(id, unixSeconds(clock) - ONLINE_WINDOW_SECONDS),
+        online_count: (await deps.presence.online(await repo.memberIds(id))).size,
       }
     },
 

@@ -131,7 +131,7 @@ describe('joining, leaving and the events they emit', () => {
       role: 'member',
       join_request: null,
       unread_count: 2,
-      online_count: 2,
+      online_count: 0,
     })
     const sidebar = await bob.get('/api/sidebar-conversations')
     expect(sidebar.data.data).toEqual([

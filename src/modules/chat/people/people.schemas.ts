@@ -12,9 +12,9 @@ export type PersonResponse = Static<typeof PersonResponse>
 export const PersonStatusResponse = Type.Object({
   data: Type.Object({
     id: Type.Integer(),
-    online: Type.Boolean({ description: 'Session activity within the last 5 minutes.' }),
+    online: Type.Boolean({ description: 'A live socket on their own user channel (the app is open).' }),
     last_seen_at: Type.Union([ChatTimestamp, Type.Null()], {
-      description: 'The latest activity of a live session; null when they have none.',
+      description: 'Now when online; else when their last socket closed (kept 30 days), or null.',
     }),
   }),
 })

@@ -1,17 +1,14 @@
 import type { UserRow } from '../../../db/schema/index.ts'
-import { unixSeconds } from '../../../lib/clock.ts'
 import { laravelDate } from '../../../lib/laravel.ts'
 import { createUsersService } from '../../users/users.service.ts'
 import { userNotFound } from '../chat.errors.ts'
 import { presentChatUser } from '../chat.presenters.ts'
 import { createGroupsRepository } from '../groups/groups.repository.ts'
-import { type ChatDeps, ONLINE_WINDOW_SECONDS } from '../groups/groups.service.ts'
+import type { ChatDeps } from '../groups/groups.service.ts'
 import type { PersonResponse, PersonStatusResponse } from './people.schemas.ts'
 
 /** Other users as a chat member sees them: only those who share a group with the caller. */
-export function createPeopleService(
-  deps: Pick<ChatDeps, 'db' | 'clock' | 'appUrl'> & { sessionLifetimeMinutes: number },
-) {
+export function createPeopleService(deps: Pick<ChatDeps, 'db' | 'clock' | 'appUrl' | 'presence'>) {
   const { db, clock, appUrl } = deps
   const users = createUsersService({ db, clock })
   const groups = createGroupsRepository({ db })
@@ -30,16 +27,12 @@ export function createPeopleService(
       return { ...presentChatUser(user, appUrl), created_at: laravelDate(user.createdAt) }
     },
 
-    /** Whether they are online (session activity in the last 5 minutes) and when they were last seen. */
+    /** Whether they have a live socket (the app open somewhere), and when their last one closed. */
     async status(viewer: UserRow, id: number): Promise<PersonStatusResponse['data']> {
       await visible(viewer, id)
-      const now = unixSeconds(clock)
-      const lastSeen = await groups.lastSeen(id, now - deps.sessionLifetimeMinutes * 60)
-      return {
-        id,
-        online: lastSeen !== null && lastSeen >= now - ONLINE_WINDOW_SECONDS,
-        last_seen_at: lastSeen === null ? null : laravelDate(new Date(lastSeen * 1000)),
-      }
+      const online = (await deps.presence.online([id])).has(id)
+      const lastSeen = online ? clock.now() : await deps.presence.lastSeen(id)
+      return { id, online, last_seen_at: laravelDate(lastSeen) }
     },
   }
 }

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Config } from '../../../config.ts'
 import { commonErrorResponses, MessageResponse, Paginated } from '../../../lib/http-schemas.ts'
 import { signedInUser } from '../../../plugins/guards.ts'
+import { notifyOrderStatus } from '../../realtime/broadcasts.ts'
 import { PageQuery } from '../credits.schemas.ts'
 import { createLedgerService } from '../ledger.service.ts'
 import { presentHold } from './holds.presenters.ts'
@@ -26,6 +27,7 @@ export default async function creditHoldsRoutes(fastify: FastifyInstance, { conf
     clock: app.clock,
     ledger,
     holdDefault: config.credits.holdDefault,
+    onChange: (userId, hold) => notifyOrderStatus(app, userId, hold),
   })
   const tags = ['credit holds']
   const guard = { auth: 'session' as const }

@@ -16,6 +16,8 @@ export interface HoldsDeps {
   ledger: LedgerService
   /** HOLD_DEFAULT_CREDITS: the amount of a hold whose request names none. */
   holdDefault: string
+  /** Told of every hold that changed (created, captured, released, transferred), once it is committed. */
+  onChange?: (userId: number, hold: CreditHoldRow) => void
 }
 
 const tooPrecise = () =>
@@ -34,8 +36,16 @@ const targetTaken = () => new HttpError(409, 'Another hold already uses the targ
  * on one user (on any number of instances) run one at a time, and every one of them is idempotent
  * per (user, broker_parent_order_id).
  */
-export function createHoldsService({ db, clock, ledger, holdDefault }: HoldsDeps) {
+export function createHoldsService({ db, clock, ledger, holdDefault, onChange }: HoldsDeps) {
   const repo = createHoldsRepository({ db })
+
+  /** Tells `onChange` of the order's hold as it now is, when `changed`; answers `changed`. */
+  async function announce(userId: number, orderId: string, changed: boolean): Promise<boolean> {
+    if (!changed || !onChange) return changed
+    const hold = await repo.findByOrder(userId, orderId)
+    if (hold) onChange(userId, hold)
+    return changed
+  }
 
   return {
     /**
@@ -45,7 +55,7 @@ export function createHoldsService({ db, clock, ledger, holdDefault }: HoldsDeps
     async create(userId: number, input: CreateHoldBody): Promise<{ hold: CreditHoldRow; created: boolean }> {
       const amount = input.credits_amount === undefined ? holdDefault : toCreditString(input.credits_amount)
       if (amount === null) throw tooPrecise()
-      return ledger.withLockedAccount(userId, async (tx, account) => {
+      const result = await ledger.withLockedAccount(userId, async (tx, account) => {
         const holds = createHoldsRepository({ db: tx })
         const existing = await holds.findByOrder(userId, input.broker_parent_order_id)
         if (existing) return { hold: existing, created: false }
@@ -66,15 +76,19 @@ export function createHoldsService({ db, clock, ledger, holdDefault }: HoldsDeps
         )
         return { hold, created: true }
       })
+      if (result.created) onChange?.(userId, result.hold)
+      return result
     },
 
     /** held -> captured with one `hold_capture` debit; true again once captured; false if released or unknown. */
-    capture(userId: number, orderId: string): Promise<boolean> {
-      return ledger.withLockedAccount(userId, async (tx) => {
+    async capture(userId: number, orderId: string): Promise<boolean> {
+      let changed = false
+      const captured = await ledger.withLockedAccount(userId, async (tx) => {
         const holds = createHoldsRepository({ db: tx })
         const hold = await holds.findByOrder(userId, orderId)
         if (!hold || hold.status === 'released') return false
         if (hold.status === 'captured') return true
+        changed = true
         if (!(await holds.settle(hold.id, 'captured', clock.now()))) throw holdMovedUnderLock()
         // Held first, then the balance: the debit is covered by the credits the hold reserved.
         await ledger.unreserve(tx, userId, hold.creditsAmount)
@@ -85,26 +99,32 @@ export function createHoldsService({ db, clock, ledger, holdDefault }: HoldsDeps
         )
         return true
       })
+      await announce(userId, orderId, changed)
+      return captured
     },
 
     /** held -> released, freeing its credits; true again once released; false if captured or unknown. */
-    release(userId: number, orderId: string): Promise<boolean> {
-      return ledger.withLockedAccount(userId, async (tx) => {
+    async release(userId: number, orderId: string): Promise<boolean> {
+      let changed = false
+      const released = await ledger.withLockedAccount(userId, async (tx) => {
         const holds = createHoldsRepository({ db: tx })
         const hold = await holds.findByOrder(userId, orderId)
         if (!hold || hold.status === 'captured') return false
         if (hold.status === 'released') return true
         if (!(await holds.settle(hold.id, 'released', clock.now()))) throw holdMovedUnderLock()
         await ledger.unreserve(tx, userId, hold.creditsAmount)
+        changed = true
         return true
       })
+      await announce(userId, orderId, changed)
+      return released
     },
 
     /**
      * Moves the held hold of one order to another: true, and true again for a repeat; false when
      * nothing is held on `from`; 409 when `to` already has a hold.
      */
-    transfer(userId: number, input: TransferHoldBody): Promise<boolean> {
+    async transfer(userId: number, input: TransferHoldBody): Promise<boolean> {
       const { from_broker_parent_order_id: from, to_broker_parent_order_id: to } = input
       if (from === to) {
         throw ValidationError.withMessages({
@@ -113,18 +133,22 @@ export function createHoldsService({ db, clock, ledger, holdDefault }: HoldsDeps
           ],
         })
       }
-      return ledger.withLockedAccount(userId, async (tx) => {
+      let changed = false
+      const transferred = await ledger.withLockedAccount(userId, async (tx) => {
         const holds = createHoldsRepository({ db: tx })
         const source = await holds.findByOrder(userId, from)
         const target = await holds.findByOrder(userId, to)
         if (source?.status === 'held') {
           if (target) throw targetTaken()
           await holds.moveToOrder(source.id, from, to, clock.now())
+          changed = true
           return true
         }
         // The same transfer again (a retry): the hold is already on `to`, having come from `from`.
         return target?.transferredFrom === from
       })
+      await announce(userId, to, changed)
+      return transferred
     },
 
     /** The user's holds, newest first, as Laravel's paginator JSON. */

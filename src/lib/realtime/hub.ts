@@ -1,0 +1,385 @@
+import type { WebSocket } from 'ws'
+import type { Delivery, RealtimeBus } from './bus.ts'
+import type { PresenceStore } from './presence.ts'
+import {
+  type ChannelKind,
+  channelKind,
+  encodeFrame,
+  errorFrame,
+  newSocketId,
+  PusherError,
+  RECONNECT_LATER,
+} from './protocol.ts'
+import { validChannelAuth } from './signatures.ts'
+
+/** The synthetic presence channel of users with a live socket on their own user channel. */
+export const ONLINE = '#online'
+
+const MAX_CLIENT_EVENT_BYTES = 10 * 1024
+const CLIENT_EVENTS_PER_SECOND = 10
+
+export interface HubOptions {
+  key: string
+  secret: string
+  maxConnections: number
+  activityTimeoutSeconds: number
+  drainSeconds: number
+  bus: RealtimeBus
+  presence: PresenceStore
+  /** The user a private user channel belongs to (`private-App.Models.User.7` -> "7"), else null. */
+  userOfChannel(channel: string): string | null
+  /** When a user's last socket (on any instance) left their user channel. */
+  onOffline(userId: string): void
+  log: { warn(details: object, message: string): void }
+}
+
+interface Subscription {
+  kind: ChannelKind
+  /** Presence: the member this socket is. */
+  userId?: string
+}
+
+interface Connection {
+  id: string
+  ws: WebSocket
+  channels: Map<string, Subscription>
+  lastActivity: number
+  pinged: boolean
+  clientEvents: number[]
+}
+
+/**
+ * The Pusher-protocol side of every socket of this instance: subscriptions (with their signatures
+ * checked), presence, client events, deliveries from the bus, idle sockets, and the drain at stop.
+ */
+export function createHub(options: HubOptions) {
+  const { bus, presence, log } = options
+  const sockets = new Map<string, Connection>()
+  const subscribers = new Map<string, Set<Connection>>()
+  // How many of this instance's sockets are each user, per presence channel (and ONLINE).
+  const localCounts = new Map<string, Map<string, number>>()
+  // The members this instance's subscribers were told of, per presence channel.
+  const announced = new Map<string, Set<string>>()
+  let draining = false
+
+  const send = (conn: Connection, frame: string) => {
+    if (conn.ws.readyState === conn.ws.OPEN) conn.ws.send(frame)
+  }
+
+  /** Counts one more (or less) local socket of the user; answers the count after. */
+  function count(channel: string, userId: string, delta: 1 | -1): number {
+    const users = localCounts.get(channel) ?? new Map<string, number>()
+    localCounts.set(channel, users)
+    const next = (users.get(userId) ?? 0) + delta
+    if (next > 0) users.set(userId, next)
+    else users.delete(userId)
+    if (users.size === 0) localCounts.delete(channel)
+    return next
+  }
+
+  async function memberJoined(channel: string, userId: string, info: unknown) {
+    if (count(channel, userId, 1) > 1) return false
+    return presence.join(channel, userId, info)
+  }
+
+  async function memberLeft(channel: string, userId: string) {
+    if (count(channel, userId, -1) > 0) return false
+    return presence.leave(channel, userId)
+  }
+
+  async function subscribe(conn: Connection, data: Record<string, unknown>) {
+    const channel = data.channel
+    const kind = channelKind(channel)
+    if (!kind || typeof channel !== 'string') return send(conn, errorFrame(PusherError.unauthorized))
+    const channelData = kind === 'presence' ? data.channel_data : undefined
+    if (kind !== 'public') {
+      const signed = validChannelAuth(
+        options.key,
+        options.secret,
+        conn.id,
+        channel,
+        data.auth,
+        typeof channelData === 'string' ? channelData : undefined,
+      )
+      if (!signed || (kind === 'presence' && typeof channelData !== 'string')) {
+        return send(conn, errorFrame(PusherError.unauthorized))
+      }
+    }
+    if (conn.channels.has(channel)) return
+    const subscription: Subscription = { kind }
+    let member: { userId: string; info: unknown } | null = null
+    if (kind === 'presence') {
+      try {
+        const parsed = JSON.parse(channelData as string) as { user_id?: unknown; user_info?: unknown }
+        if (typeof parsed.user_id !== 'string' && typeof parsed.user_id !== 'number')
+          throw new Error('no user_id')
+        member = { userId: String(parsed.user_id), info: parsed.user_info ?? null }
+      } catch {
+        return send(conn, errorFrame(PusherError.invalidMessage))
+      }
+      subscription.userId = member.userId
+    }
+    conn.channels.set(channel, subscription)
+    const set = subscribers.get(channel) ?? new Set()
+    subscribers.set(channel, set)
+    set.add(conn)
+
+    const owner = options.userOfChannel(channel)
+    if (owner) await memberJoined(ONLINE, owner, null)
+    if (!member) return send(conn, encodeFrame('pusher_internal:subscription_succeeded', '{}', channel))
+    const first = await memberJoined(channel, member.userId, member.info)
+    const members = await presence.members(channel)
+    members.set(member.userId, member.info)
+    announced.set(channel, new Set([...(announced.get(channel) ?? []), ...members.keys()]))
+    const ids = [...members.keys()]
+    send(
+      conn,
+      encodeFrame(
+        'pusher_internal:subscription_succeeded',
+        { presence: { count: ids.length, ids, hash: Object.fromEntries(members) } },
+        channel,
+      ),
+    )
+    if (first) {
+      await bus.publish({
+        channels: [channel],
+        event: 'pusher_internal:member_added',
+        data: JSON.stringify({ user_id: member.userId, user_info: member.info }),
+        except: conn.id,
+      })
+    }
+  }
+
+  async function unsubscribe(conn: Connection, channel: string) {
+    const subscription = conn.channels.get(channel)
+    if (!subscription) return
+    conn.channels.delete(channel)
+    const set = subscribers.get(channel)
+    set?.delete(conn)
+    if (set?.size === 0) {
+      subscribers.delete(channel)
+      announced.delete(channel)
+    }
+    const owner = options.userOfChannel(channel)
+    if (owner && (await memberLeft(ONLINE, owner))) options.onOffline(owner)
+    if (subscription.userId && (await memberLeft(channel, subscription.userId))) {
+      await bus.publish({
+        channels: [channel],
+        event: 'pusher_internal:member_removed',
+        data: JSON.stringify({ user_id: subscription.userId }),
+      })
+    }
+  }
+
+  const clientEventAllowed = (conn: Connection, now: number) => {
+    conn.clientEvents = conn.clientEvents.filter((at) => now - at < 1000)
+    if (conn.clientEvents.length >= CLIENT_EVENTS_PER_SECOND) return false
+    conn.clientEvents.push(now)
+    return true
+  }
+
+  /** A whisper: to the others on a private or presence channel the sender has joined, never back. */
+  async function clientEvent(conn: Connection, frame: { event: string; channel?: unknown; data?: unknown }) {
+    const subscription = typeof frame.channel === 'string' ? conn.channels.get(frame.channel) : undefined
+    if (!subscription || subscription.kind === 'public')
+      return send(conn, errorFrame(PusherError.unauthorized))
+    const data = JSON.stringify(frame.data ?? {})
+    if (Buffer.byteLength(data) > MAX_CLIENT_EVENT_BYTES) {
+      return send(conn, errorFrame({ code: 4200, message: 'Client event is larger than 10 KB' }))
+    }
+    if (!clientEventAllowed(conn, Date.now())) return send(conn, errorFrame(PusherError.rateLimited))
+    await bus.publish({
+      channels: [frame.channel as string],
+      event: frame.event,
+      data,
+      except: conn.id,
+      ...(subscription.userId ? { userId: subscription.userId } : {}),
+    })
+  }
+
+  async function onMessage(conn: Connection, raw: string) {
+    conn.lastActivity = Date.now()
+    conn.pinged = false
+    let frame: { event?: unknown; channel?: unknown; data?: unknown }
+    try {
+      frame = JSON.parse(raw)
+      if (!frame || typeof frame !== 'object' || typeof frame.event !== 'string') throw new Error('no event')
+    } catch {
+      return send(conn, errorFrame(PusherError.invalidMessage))
+    }
+    const data = (frame.data && typeof frame.data === 'object' ? frame.data : {}) as Record<string, unknown>
+    switch (frame.event) {
+      case 'pusher:ping':
+        return send(conn, encodeFrame('pusher:pong'))
+      case 'pusher:pong':
+        return
+      case 'pusher:subscribe':
+        return subscribe(conn, data)
+      case 'pusher:unsubscribe':
+        return typeof data.channel === 'string' ? unsubscribe(conn, data.channel) : undefined
+      default:
+        if (frame.event.startsWith('client-')) return clientEvent(conn, frame as { event: string })
+    }
+  }
+
+  async function onClose(conn: Connection) {
+    sockets.delete(conn.id)
+    for (const channel of [...conn.channels.keys()]) await unsubscribe(conn, channel)
+  }
+
+  /** Sends a delivery to this instance's subscribers; keeps the presence lists they were told. */
+  function deliver(delivery: Delivery) {
+    for (const channel of delivery.channels) {
+      const set = subscribers.get(channel)
+      if (!set) continue
+      if (
+        delivery.event === 'pusher_internal:member_added' ||
+        delivery.event === 'pusher_internal:member_removed'
+      ) {
+        const { user_id: userId } = JSON.parse(delivery.data) as { user_id: string }
+        const known = announced.get(channel) ?? new Set()
+        announced.set(channel, known)
+        if (delivery.event.endsWith('added')) known.add(userId)
+        else known.delete(userId)
+      }
+      const frame = encodeFrame(delivery.event, delivery.data, channel, delivery.userId)
+      for (const conn of set) if (conn.id !== delivery.except) send(conn, frame)
+    }
+  }
+  bus.onDelivery(deliver)
+
+  /**
+   * Tells this instance's subscribers of members who came or went without a word: those of an
+   * instance that crashed (its records expired) or whose announcement was lost.
+   */
+  async function reconcile() {
+    for (const [channel, known] of announced) {
+      const members = await presence.members(channel)
+      for (const userId of known) {
+        if (!members.has(userId))
+          deliver({
+            channels: [channel],
+            event: 'pusher_internal:member_removed',
+            data: JSON.stringify({ user_id: userId }),
+          })
+      }
+      for (const [userId, info] of members) {
+        if (!known.has(userId))
+          deliver({
+            channels: [channel],
+            event: 'pusher_internal:member_added',
+            data: JSON.stringify({ user_id: userId, user_info: info }),
+          })
+      }
+    }
+  }
+
+  /** Pings a socket silent for the activity timeout, and closes one still silent a timeout later. */
+  function sweepIdle(now: number) {
+    const timeout = options.activityTimeoutSeconds * 1000
+    for (const conn of sockets.values()) {
+      const silent = now - conn.lastActivity
+      if (silent > 2 * timeout) conn.ws.close(PusherError.pongTimeout.code, PusherError.pongTimeout.message)
+      else if (silent > timeout && !conn.pinged) {
+        conn.pinged = true
+        send(conn, encodeFrame('pusher:ping'))
+        // A WebSocket ping too: proxies (nginx) see traffic and keep the connection.
+        conn.ws.ping()
+      }
+    }
+  }
+
+  return {
+    /** Takes a new socket: connection_established, or 4004 when this instance is full. */
+    accept(ws: WebSocket) {
+      if (draining) {
+        ws.close(RECONNECT_LATER.code, RECONNECT_LATER.message)
+        return
+      }
+      if (sockets.size >= options.maxConnections) {
+        ws.send(errorFrame(PusherError.overQuota))
+        ws.close(PusherError.overQuota.code, PusherError.overQuota.message)
+        return
+      }
+      const conn: Connection = {
+        id: newSocketId(),
+        ws,
+        channels: new Map(),
+        lastActivity: Date.now(),
+        pinged: false,
+        clientEvents: [],
+      }
+      sockets.set(conn.id, conn)
+      // Handlers first, before anything is awaited, so no early frame is lost.
+      ws.on('message', (raw) => {
+        onMessage(conn, raw.toString()).catch((error: unknown) =>
+          log.warn({ err: error }, 'socket message failed'),
+        )
+      })
+      ws.on('pong', () => {
+        conn.lastActivity = Date.now()
+      })
+      ws.on('close', () => {
+        onClose(conn).catch((error: unknown) => log.warn({ err: error }, 'socket close failed'))
+      })
+      ws.on('error', () => {})
+      send(
+        conn,
+        encodeFrame('pusher:connection_established', {
+          socket_id: conn.id,
+          activity_timeout: options.activityTimeoutSeconds,
+        }),
+      )
+    },
+
+    /** Publishes an event to channels on every instance; `except` leaves out one socket (toOthers). */
+    publish: (channels: string[], event: string, data: unknown, except?: string) =>
+      bus.publish({ channels, event, data: typeof data === 'string' ? data : JSON.stringify(data), except }),
+
+    /** This instance's occupied channels with their socket counts. */
+    channels(): Map<string, number> {
+      return new Map([...subscribers].map(([channel, set]) => [channel, set.size]))
+    },
+
+    /** Users present on a presence channel (any instance). */
+    members: (channel: string) => presence.members(channel),
+
+    /** Which of these users have a live socket on their own user channel (any instance). */
+    online: (userIds: string[]) => presence.present(ONLINE, userIds),
+
+    connectionCount: () => sockets.size,
+
+    /** The periodic work: idle sockets, presence records kept alive, crashed instances' members dropped. */
+    async tick(now = Date.now()) {
+      sweepIdle(now)
+      await presence.heartbeat()
+      await reconcile()
+    },
+
+    /**
+     * Refuses new sockets and closes every open one with a reconnect-later code, spread over the
+     * drain time, so their clients come back to the other instances a few at a time.
+     */
+    async drain() {
+      draining = true
+      const all = [...sockets.values()]
+      const spreadMs = options.drainSeconds * 1000
+      await Promise.all(
+        all.map(
+          (conn, i) =>
+            new Promise<void>((resolve) => {
+              setTimeout(
+                () => {
+                  conn.ws.close(RECONNECT_LATER.code, RECONNECT_LATER.message)
+                  resolve()
+                },
+                all.length > 1 ? (spreadMs * i) / (all.length - 1) : 0,
+              )
+            }),
+        ),
+      )
+    },
+  }
+}
+
+export type Hub = ReturnType<typeof createHub>

@@ -1,0 +1,43 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { FastifyInstance } from 'fastify'
+import type { Config } from '../../config.ts'
+import { commonErrorResponses } from '../../lib/http-schemas.ts'
+import { signedInUser } from '../../plugins/guards.ts'
+import { chatDeps } from '../chat/chat.routes.ts'
+import { createGroupsService } from '../chat/groups/groups.service.ts'
+import { broadcastChatEvents } from './broadcasts.ts'
+import { createChannelRules } from './channels.ts'
+import { ChannelAuthBody, ChannelAuthResponse } from './realtime.schemas.ts'
+import { createChannelAuthService } from './realtime.service.ts'
+import triggerRoutes from './trigger.routes.ts'
+
+/** Channel authorization for the app's Echo client, chat broadcasts, and the trigger API. */
+export default async function realtimeRoutes(fastify: FastifyInstance, { config }: { config: Config }) {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+  const channels = createChannelAuthService({
+    key: config.realtime.key,
+    secret: config.realtime.secret,
+    rules: createChannelRules({ groups: createGroupsService(chatDeps(app, config)), appUrl: config.appUrl }),
+  })
+  broadcastChatEvents(app)
+
+  // Laravel's Broadcast::routes() (and the /api twin Sanctum SPAs use): no CSRF check, as there;
+  // the SameSite=Lax session cookie and the CORS allowlist keep other sites out.
+  for (const url of ['/broadcasting/auth', '/api/broadcasting/auth']) {
+    app.post(
+      url,
+      {
+        config: { auth: 'session', csrf: false },
+        schema: {
+          tags: ['real-time'],
+          summary: 'Sign a socket’s subscription to a private or presence channel (form or JSON body)',
+          body: ChannelAuthBody,
+          response: { 200: ChannelAuthResponse, ...commonErrorResponses },
+        },
+      },
+      async (request) => channels.authorize(signedInUser(request), request.body),
+    )
+  }
+
+  await app.register(triggerRoutes, { config })
+}

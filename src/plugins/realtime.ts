@@ -1,0 +1,130 @@
+import { AsyncLocalStorage } from 'node:async_hooks'
+import { randomUUID } from 'node:crypto'
+import websocket from '@fastify/websocket'
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Config } from '../config.ts'
+import { createMemoryBus, createRedisBus } from '../lib/realtime/bus.ts'
+import { createHub, type Hub } from '../lib/realtime/hub.ts'
+import { createMemoryPresence, createRedisPresence } from '../lib/realtime/presence.ts'
+import { errorFrame, PusherError, SOCKET_ID } from '../lib/realtime/protocol.ts'
+
+/** The user channel Echo's `.notification()` and the app's user events use. */
+export const USER_CHANNEL = /^private-App\.Models\.User\.(\d{1,15})$/
+export const userChannel = (userId: number) => `private-App.Models.User.${userId}`
+
+// Pusher frames are small; anything past 64 KiB closes the socket (ws answers 1009).
+const MAX_FRAME_BYTES = 64 * 1024
+const LAST_SEEN_DAYS = 30
+
+export interface Realtime {
+  /** Publishes to channels on every instance, leaving out the socket of the current request (`toOthers`). */
+  broadcast(channels: string[], event: string, data: unknown): Promise<void>
+  /** Publishes to channels on every instance, leaving out `except` (a socket id) when given. */
+  publish(channels: string[], event: string, data: unknown, except?: string): Promise<void>
+  /** Which of these users have a live socket (any instance). */
+  online(userIds: number[]): Promise<Set<number>>
+  /** When the user's last socket closed, or null (kept for 30 days). */
+  lastSeen(userId: number): Promise<Date | null>
+  hub: Hub
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    realtime: Realtime
+  }
+}
+
+/**
+ * The Pusher-protocol socket server on this service's own port (`GET /app/{key}`), the hub behind
+ * it, and `app.realtime` to publish through it. With Redis, deliveries reach every instance's
+ * sockets and presence is shared, with this instance's records expiring if it dies.
+ */
+async function realtimePlugin(app: FastifyInstance, { config }: { config: Config }) {
+  const options = config.realtime
+  const instanceId = randomUUID()
+  const redis = app.redis
+  const onRedisError = (error: unknown) => app.log.warn({ err: error }, 'realtime: redis')
+  const bus = redis ? await createRedisBus(redis, onRedisError) : createMemoryBus()
+  const presence = redis
+    ? createRedisPresence(redis, instanceId, options.instanceTtlSeconds)
+    : createMemoryPresence()
+  const lastSeenLocal = new Map<string, number>()
+
+  const hub = createHub({
+    key: options.key,
+    secret: options.secret,
+    maxConnections: options.maxConnections,
+    activityTimeoutSeconds: options.activityTimeoutSeconds,
+    drainSeconds: options.drainSeconds,
+    bus,
+    presence,
+    log: app.log,
+    userOfChannel: (channel) => USER_CHANNEL.exec(channel)?.[1] ?? null,
+    onOffline(userId) {
+      const now = app.clock.now().getTime()
+      if (!redis) return void lastSeenLocal.set(userId, now)
+      redis.set(`realtime:seen:${userId}`, String(now), 'EX', LAST_SEEN_DAYS * 86_400).catch(onRedisError)
+    },
+  })
+
+  // Echo's interceptor sends the page's socket id; what this request broadcasts leaves that socket out.
+  const requestSocket = new AsyncLocalStorage<string | undefined>()
+  app.addHook('onRequest', (request, _reply, done) => {
+    const header = request.headers['x-socket-id']
+    requestSocket.run(typeof header === 'string' && SOCKET_ID.test(header) ? header : undefined, done)
+  })
+
+  app.decorate('realtime', {
+    hub,
+    publish: (channels, event, data, except) => hub.publish(channels, event, data, except),
+    broadcast: (channels, event, data) => hub.publish(channels, event, data, requestSocket.getStore()),
+    async online(userIds) {
+      const found = await hub.online(userIds.map(String))
+      return new Set([...found].map(Number))
+    },
+    async lastSeen(userId) {
+      const at = redis
+        ? Number(await redis.get(`realtime:seen:${userId}`))
+        : lastSeenLocal.get(String(userId))
+      return at ? new Date(at) : null
+    },
+  } satisfies Realtime)
+
+  await app.register(websocket, {
+    options: { maxPayload: MAX_FRAME_BYTES, perMessageDeflate: false },
+    preClose: (done) => {
+      hub
+        .drain()
+        .catch((error: unknown) => app.log.warn({ err: error }, 'realtime: drain failed'))
+        .finally(() => app.websocketServer.close(() => done()))
+    },
+  })
+
+  // The periodic work; a quarter of the shortest deadline it serves.
+  const every = Math.max(
+    250,
+    (Math.min(options.activityTimeoutSeconds, options.instanceTtlSeconds) * 1000) / 4,
+  )
+  const timer = setInterval(() => {
+    hub.tick().catch((error: unknown) => app.log.warn({ err: error }, 'realtime: tick failed'))
+  }, every)
+  timer.unref()
+  app.addHook('onClose', async () => {
+    clearInterval(timer)
+    await presence.close().catch(onRedisError)
+    await bus.close()
+  })
+
+  app.get('/app/:key', { websocket: true, schema: { hide: true } }, (socket, request) => {
+    const { key } = request.params as { key: string }
+    if (key !== options.key) {
+      socket.send(errorFrame(PusherError.appNotFound))
+      socket.close(PusherError.appNotFound.code, PusherError.appNotFound.message)
+      return
+    }
+    hub.accept(socket)
+  })
+}
+
+export default fp(realtimePlugin, { name: 'realtime', dependencies: ['redis', 'clock'] })
