@@ -57,11 +57,14 @@ export async function connected(echo: Echo<'reverb'>): Promise<string> {
   return pusher.connection.socket_id
 }
 
-/** Resolves once `check` holds (polled), or rejects after `ms`. */
-export async function eventually<T>(check: () => T | undefined | false, ms = 3000): Promise<T> {
+/** Resolves once `check` holds (polled; it may be async), or rejects after `ms`. */
+export async function eventually<T>(
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  ms = 3000,
+): Promise<T> {
   const until = Date.now() + ms
   for (;;) {
-    const value = check()
+    const value = await check()
     if (value) return value
     if (Date.now() > until) throw new Error('condition not met in time')
     await new Promise((resolve) => setTimeout(resolve, 20))

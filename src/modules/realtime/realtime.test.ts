@@ -1,3 +1,4 @@
+import PusherServer from 'pusher'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
 import { createGroup, joinGroup, postMessage } from '../../../test/helpers/chat.ts'
@@ -75,5 +76,153 @@ describe('Laravel Echo over pusher-js against this server', () => {
     ).toBe(200)
     const captured = await eventually(() => notifications.find((n) => n.status === 'captured'))
     expect(captured).toMatchObject({ type: 'order-status-updated', broker_parent_order_id: 'ord-1' })
+  })
+
+  it('lists presence members once per user however many tabs, and says when they come and go', async () => {
+    const ada = await tab()
+    const bobFirst = await tab()
+    const group = await createGroup(ada.client)
+    await joinGroup(bobFirst.client, group.id)
+    const channel = `chat.group.${group.id}`
+    let here: { id: number; name: string }[] = []
+    const joining: number[] = []
+    const leaving: number[] = []
+    ada.echo
+      .join(channel)
+      .here((users: { id: number; name: string }[]) => {
+        here = users
+      })
+      .joining((user: { id: number }) => joining.push(user.id))
+      .leaving((user: { id: number }) => leaving.push(user.id))
+    await eventually(() => here.length === 1)
+    expect(here[0]).toEqual({ id: ada.user.id, name: ada.user.name, profile_photo_url: null })
+
+    bobFirst.echo.join(channel)
+    await eventually(() => joining.length === 1)
+    const bobSecond = await tab(bobFirst)
+    bobSecond.echo.join(channel)
+    await settle()
+    expect(joining).toEqual([bobFirst.user.id])
+
+    bobFirst.echo.disconnect()
+    await settle()
+    expect(leaving).toEqual([])
+    bobSecond.echo.disconnect()
+    await eventually(() => leaving.length === 1)
+    expect(leaving).toEqual([bobFirst.user.id])
+  })
+
+  it('passes a whisper to the user’s other tab, never back to the sender', async () => {
+    const first = await tab()
+    const second = await tab(first)
+    const channel = `App.Models.User.${first.user.id}`
+    const atFirst: unknown[] = []
+    const atSecond: unknown[] = []
+    first.echo.private(channel).listenForWhisper('token-updated', (e: unknown) => atFirst.push(e))
+    second.echo.private(channel).listenForWhisper('token-updated', (e: unknown) => atSecond.push(e))
+    await settle()
+    first.echo.private(channel).whisper('token-updated', { broker_account_hash: 'abc' })
+    await eventually(() => atSecond.length === 1)
+    await settle()
+    expect(atSecond).toEqual([{ broker_account_hash: 'abc' }])
+    expect(atFirst).toEqual([])
+  })
+
+  it('leaves out the socket named by X-Socket-Id (toOthers)', async () => {
+    const ada = await tab()
+    const bob = await tab()
+    const group = await createGroup(ada.client)
+    await joinGroup(bob.client, group.id)
+    const atAda: string[] = []
+    const atBob: string[] = []
+    ada.echo.private(`chat.group.${group.id}`).listen('SocketMessage', (e: { message: { body: string } }) => {
+      atAda.push(e.message.body)
+    })
+    bob.echo.private(`chat.group.${group.id}`).listen('SocketMessage', (e: { message: { body: string } }) => {
+      atBob.push(e.message.body)
+    })
+    await settle()
+    const res = await ada.client.post(
+      '/api/message',
+      { group_id: group.id, body: 'only for others' },
+      { headers: { 'x-socket-id': ada.socketId } },
+    )
+    expect(res.status).toBe(201)
+    await eventually(() => atBob.includes('only for others'))
+    await settle()
+    expect(atAda).not.toContain('only for others')
+  })
+
+  it('says a user is online while a tab has their channel open, and when it was last seen', async () => {
+    const ada = await signedInClient(t, { name: 'Ada Online' })
+    const bob = await signedInClient(t)
+    const group = await createGroup(ada.client)
+    await joinGroup(bob.client, group.id)
+    const status = async () => (await bob.client.get(`/api/user/${ada.user.id}/status`)).data.data
+    expect(await status()).toMatchObject({ online: false, last_seen_at: null })
+    const adaTab = await tab(ada)
+    adaTab.echo.private(`App.Models.User.${ada.user.id}`)
+    await eventually(async () => (await status()).online)
+    const online = await bob.client.get(`/api/group/${group.id}/status`)
+    expect(online.data.data.online_count).toBe(1)
+    adaTab.echo.disconnect()
+    const after = await eventually(async () => {
+      const now = await status()
+      return !now.online && now
+    })
+    expect(after).toEqual({ id: ada.user.id, online: false, last_seen_at: expect.stringMatching(/Z$/) })
+    expect((await bob.client.get(`/api/group/${group.id}/status`)).data.data.online_count).toBe(0)
+  })
+})
+
+describe('the trigger API, through the official pusher server SDK', () => {
+  const sdk = (secret = t.config.realtime.secret) =>
+    new PusherServer({
+      appId: t.config.realtime.appId,
+      key: t.config.realtime.key,
+      secret,
+      host: '127.0.0.1',
+      port: new URL(t.baseUrl).port,
+      useTLS: false,
+    })
+
+  it('publishes an event the app’s Echo receives, and tells which channels are occupied', async () => {
+    const trader = await tab()
+    const channel = `App.Models.User.${trader.user.id}`
+    const received: unknown[] = []
+    trader.echo.private(channel).listen('.order.filled', (e: unknown) => received.push(e))
+    await settle()
+    const res = await sdk().trigger(`private-${channel}`, 'order.filled', {
+      order: { id: 7, status: 'filled' },
+    })
+    expect(res.status).toBe(200)
+    await eventually(() => received.length === 1)
+    expect(received).toEqual([{ order: { id: 7, status: 'filled' } }])
+
+    const one = await sdk().get({
+      path: `/channels/private-${channel}`,
+      params: { info: 'subscription_count' },
+    })
+    expect(await one.json()).toEqual({ occupied: true, subscription_count: 1 })
+    const list = await sdk().get({
+      path: '/channels',
+      params: { filter_by_prefix: 'private-App.Models.User.' },
+    })
+    expect(Object.keys((await list.json()).channels)).toContain(`private-${channel}`)
+  })
+
+  it('refuses a request signed with another secret (401) and delivers nothing', async () => {
+    const trader = await tab()
+    const channel = `App.Models.User.${trader.user.id}`
+    const received: unknown[] = []
+    trader.echo.private(channel).listen('.order.filled', (e: unknown) => received.push(e))
+    await settle()
+    await expect(
+      sdk('not-the-secret-at-all').trigger(`private-${channel}`, 'order.filled', {}),
+    ).rejects.toMatchObject({
+      status: 401,
+    })
+    await settle()
+    expect(received).toEqual([])
   })
 })
