@@ -6,6 +6,11 @@ import { ConfigError, generateAppKey, loadConfig } from './config.ts'
 
 const APP_KEY = 'base64:dGVzdC1hcHAta2V5LXRlc3QtYXBwLWtleS10ZXN0LWE='
 const UPSTREAM = 'https://upstream.example.com'
+const REVERB = {
+  REVERB_APP_ID: '4242',
+  REVERB_APP_KEY: 'app-key-1',
+  REVERB_APP_SECRET: 'a-secret-of-twenty-chars',
+}
 const KEY_SHAPE = /^base64:[A-Za-z0-9+/]{43}=$/
 
 const dirs: string[] = []
@@ -102,18 +107,46 @@ describe('loadConfig', () => {
     expect(error.problems.map((p) => p.split(':')[0]).sort()).toEqual(['LOG_LEVEL', 'PORT'])
   })
 
-  test('NODE_ENV=production requires APP_KEY and UPSTREAM_BASE_URL, and writes no key of its own', () => {
+  test('NODE_ENV=production requires APP_KEY, UPSTREAM_BASE_URL and the socket app, and writes no key of its own', () => {
     const cwd = tempCwd()
     const error = configError({ NODE_ENV: 'production' }, cwd)
     expect(error.problems).toEqual([
       expect.stringMatching(/^APP_KEY: required when NODE_ENV=production/),
       expect.stringMatching(/^UPSTREAM_BASE_URL: required when NODE_ENV=production/),
+      'REVERB_APP_ID: required when NODE_ENV=production',
+      'REVERB_APP_KEY: required when NODE_ENV=production',
+      'REVERB_APP_SECRET: required when NODE_ENV=production',
     ])
     expect(existsSync(join(cwd, 'storage', 'app-key'))).toBe(false)
+    expect(existsSync(join(cwd, 'storage', 'reverb-app.json'))).toBe(false)
 
-    const config = loadConfig({ NODE_ENV: 'production', APP_KEY, UPSTREAM_BASE_URL: UPSTREAM }, cwd)
+    const config = loadConfig(
+      { NODE_ENV: 'production', APP_KEY, UPSTREAM_BASE_URL: UPSTREAM, ...REVERB },
+      cwd,
+    )
     expect(config.env).toBe('production')
     expect(config.appKey).toBe(APP_KEY)
+    expect(config.realtime).toMatchObject({
+      appId: '4242',
+      key: 'app-key-1',
+      secret: REVERB.REVERB_APP_SECRET,
+    })
+  })
+
+  test('outside production the socket app is generated once under DATA_DIR and read back', () => {
+    const cwd = tempCwd()
+    const first = loadConfig({ DATA_DIR: 'data' }, cwd).realtime
+    expect(first.appId).toMatch(/^\d{6}$/)
+    expect(first.key).toMatch(/^[0-9a-f]{20}$/)
+    expect(first.secret).toMatch(/^[0-9a-f]{40}$/)
+    expect(statSync(join(cwd, 'data', 'reverb-app.json')).mode & 0o777).toBe(0o600)
+    expect(loadConfig({ DATA_DIR: 'data' }, cwd).realtime).toEqual(first)
+    expect(loadConfig({ DATA_DIR: 'data', REVERB_APP_KEY: 'mine' }, cwd).realtime.key).toBe('mine')
+    expect(first).toMatchObject({
+      maxConnections: 10_000,
+      activityTimeoutSeconds: 30,
+      instanceTtlSeconds: 30,
+    })
   })
 
   test('outside production a missing APP_KEY is generated once under DATA_DIR and read back', () => {
@@ -137,7 +170,8 @@ describe('loadConfig', () => {
     expect(Buffer.from(key.slice('base64:'.length), 'base64')).toHaveLength(32)
     expect(generateAppKey()).not.toBe(key)
     expect(
-      loadConfig({ NODE_ENV: 'production', APP_KEY: key, UPSTREAM_BASE_URL: UPSTREAM }, tempCwd()).appKey,
+      loadConfig({ NODE_ENV: 'production', APP_KEY: key, UPSTREAM_BASE_URL: UPSTREAM, ...REVERB }, tempCwd())
+        .appKey,
     ).toBe(key)
   })
 })
