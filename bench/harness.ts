@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
 import { buildApp } from '../src/app.ts'
-import { generateAppKey, loadConfig } from '../src/config.ts'
+import { type Config, generateAppKey, loadConfig } from '../src/config.ts'
 import { type Database, openDatabase } from '../src/db/client.ts'
 
 /** What the database benchmarks share: a throwaway database, the app on it, timed client loops. */
@@ -24,6 +24,8 @@ async function onServer(statement: string): Promise<void> {
 
 export interface BenchApp {
   app: FastifyInstance
+  /** What the app was built with (the real-time key, for one). */
+  config: Config
   database: Database
   /** The throwaway database's connection URL. */
   databaseUrl: string
@@ -63,6 +65,7 @@ export async function startBenchApp(prefix: string): Promise<BenchApp> {
     if (!address || typeof address === 'string') throw new Error('no port')
     return {
       app,
+      config,
       database,
       databaseUrl,
       appUrl: `http://127.0.0.1:${address.port}`,

@@ -71,7 +71,11 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
     overrides.redis !== undefined
       ? overrides.redis
       : config.redisUrl
-        ? new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 })
+        ? new Redis(config.redisUrl, {
+            lazyConnect: false,
+            maxRetriesPerRequest: 2,
+            keyPrefix: config.redisPrefix,
+          })
         : null
 
   const app = Fastify({

@@ -15,6 +15,7 @@ const Env = Type.Object({
   DATA_DIR: Type.Optional(Type.String({ minLength: 1 })),
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+  REDIS_PREFIX: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,64}$' })),
   FRONTEND_URL: Type.Optional(Type.String()),
   SESSION_LIFETIME: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
   SESSION_SECURE_COOKIE: Type.Optional(Type.String({ pattern: '^(true|false|1|0|)$' })),
@@ -51,6 +52,8 @@ export interface Config {
   readonly dataDir: string
   readonly databaseUrl: string | undefined
   readonly redisUrl: string | undefined
+  /** Put before every key and pub/sub channel, so services sharing a Redis server stay apart. */
+  readonly redisPrefix: string
   readonly frontendOrigins: readonly string[]
   readonly session: { readonly lifetimeMinutes: number; readonly secureCookie: boolean }
   readonly mail: { readonly url: string | undefined; readonly from: string }
@@ -194,6 +197,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
     dataDir,
     databaseUrl: env.DATABASE_URL,
     redisUrl: env.REDIS_URL,
+    redisPrefix: env.REDIS_PREFIX ?? 'trading:',
     frontendOrigins: Object.freeze(frontendOrigins),
     session: Object.freeze({
       lifetimeMinutes: Number(env.SESSION_LIFETIME ?? 120),

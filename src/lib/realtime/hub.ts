@@ -42,6 +42,8 @@ interface Subscription {
 interface Connection {
   id: string
   ws: WebSocket
+  /** Settles once the socket's close is handled (presence left, member_removed announced). */
+  closed: Promise<void>
   channels: Map<string, Subscription>
   lastActivity: number
   pinged: boolean
@@ -301,9 +303,13 @@ export function createHub(options: HubOptions) {
         ws.close(PusherError.overQuota.code, PusherError.overQuota.message)
         return
       }
+      let handled: () => void = () => {}
       const conn: Connection = {
         id: newSocketId(),
         ws,
+        closed: new Promise<void>((resolve) => {
+          handled = resolve
+        }),
         channels: new Map(),
         lastActivity: Date.now(),
         pinged: false,
@@ -320,7 +326,9 @@ export function createHub(options: HubOptions) {
         conn.lastActivity = Date.now()
       })
       ws.on('close', () => {
-        onClose(conn).catch((error: unknown) => log.warn({ err: error }, 'socket close failed'))
+        onClose(conn)
+          .catch((error: unknown) => log.warn({ err: error }, 'socket close failed'))
+          .finally(handled)
       })
       ws.on('error', () => {})
       send(
@@ -358,11 +366,13 @@ export function createHub(options: HubOptions) {
 
     /**
      * Refuses new sockets and closes every open one with a reconnect-later code, spread over the
-     * drain time, so their clients come back to the other instances a few at a time.
+     * drain time, so their clients come back to the other instances a few at a time; resolves once
+     * every close is handled (the others told of members who left), or a few seconds later.
      */
     async drain() {
       draining = true
       const all = [...sockets.values()]
+      const handled = Promise.all(all.map((conn) => conn.closed))
       const spreadMs = options.drainSeconds * 1000
       await Promise.all(
         all.map(
@@ -378,6 +388,8 @@ export function createHub(options: HubOptions) {
             }),
         ),
       )
+      // A client that never answers the close frame: ws ends it after its own 30 s; do not wait that long.
+      await Promise.race([handled, new Promise((resolve) => setTimeout(resolve, 3000).unref())])
     },
   }
 }
