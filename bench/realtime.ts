@@ -28,8 +28,8 @@ import { BENCH_PASSWORD, signIn } from './sign-in.ts'
  *   garbage collection, before and after the sockets are open and subscribed, over SOCKETS.
  *
  * The baseline, in the same run with the same clients: a bare `node:http` + `ws` server whose
- * POST /publish sends its body (a frame of the service's size) to every socket, no protocol, no
- * auth, no database. Ratios are service / baseline.
+ * POST /publish sends its body (the service's frame, rebuilt from a posted message's JSON) to every
+ * socket: no protocol, no auth, no database. Ratios are service / baseline.
  *
  * The clients and the timing run in a child process (BENCH_CLIENTS=inline puts them in the
  * server's process): in process, their own work (2,000 frame reads a message) would be charged to
@@ -615,6 +615,9 @@ async function main() {
       },
     )
 
+    // Every close handled: the channel is gone from the hub.
+    const leftover = app.realtime.hub.channels().get(channel) ?? 0
+
     // ---------------------------------------------------------------- report
     const cpu = os.cpus()
     const kib = (n: number) => `${(n / 1024).toFixed(1)} KiB`
@@ -648,7 +651,7 @@ async function main() {
     )
     console.log(
       `setup: ${POSTERS} members signed in and joined in ${setupSeconds.toFixed(1)} s; ${subscribed} sockets subscribed to ${channel} ` +
-        `(server's count); frame ${service.delivery.frameBytes} bytes (baseline ${baseline.delivery.frameBytes})`,
+        `(server's count), ${leftover} left after closing; frame ${service.delivery.frameBytes} bytes (baseline ${baseline.delivery.frameBytes})`,
     )
     console.log(
       `delivery: ${MESSAGES} messages one after another (after ${WARMUP} unmeasured), request -> each socket`,
@@ -671,14 +674,16 @@ async function main() {
     console.log(memoryLine('  (a) baseline bare ws', baseline))
     console.log(memoryLine('  (b) subscribed Pusher socket', service))
     console.log(
-      `      ratio b/a: heap ${ratio(perSocket(service, 'heap'), perSocket(baseline, 'heap'))}, RSS ${ratio(perSocket(service, 'rss'), perSocket(baseline, 'rss'))} (RSS: freed pages are kept and reused, so approximate)`,
+      `      ratio b/a: heap ${ratio(perSocket(service, 'heap'), perSocket(baseline, 'heap'))}; no RSS ratio: the allocator reuses pages freed earlier ` +
+        `(the sign-ins' argon2 buffers among them), so RSS deltas undercount and are approximate`,
     )
     const sides = [baseline, service]
     if (
       sides.some(
         (s) => s.delivery.missing > 0 || s.delivery.errors > 0 || s.burst.missing > 0 || s.burst.errors > 0,
       ) ||
-      subscribed !== SOCKETS
+      subscribed !== SOCKETS ||
+      leftover > 0
     ) {
       process.exitCode = 1
     }

@@ -17,6 +17,8 @@ export const ONLINE = '#online'
 
 const MAX_CLIENT_EVENT_BYTES = 10 * 1024
 const CLIENT_EVENTS_PER_SECOND = 10
+// Sockets written to before the hub lets other work run (about a millisecond of writes).
+const WRITE_SLICE = 256
 
 export interface HubOptions {
   key: string
@@ -245,10 +247,27 @@ export function createHub(options: HubOptions) {
         else known.delete(userId)
       }
       const frame = encodeFrame(delivery.event, delivery.data, channel, delivery.userId)
-      for (const conn of set) if (conn.id !== delivery.except) send(conn, frame)
+      for (const conn of set) if (conn.id !== delivery.except) outbox.push({ conn, frame })
     }
+    flush()
   }
   bus.onDelivery(deliver)
+
+  // Frames waiting to be written, in delivery order. A large fan-out is written a slice at a time,
+  // yielding to the event loop between slices, so it neither holds up the request that caused it
+  // nor stalls every other request; frames still reach each socket in order.
+  const outbox: { conn: Connection; frame: string }[] = []
+  let flushing = false
+  function flush() {
+    if (flushing) return
+    flushing = true
+    const writeSlice = () => {
+      for (const { conn, frame } of outbox.splice(0, WRITE_SLICE)) send(conn, frame)
+      if (outbox.length > 0) setImmediate(writeSlice)
+      else flushing = false
+    }
+    writeSlice()
+  }
 
   /**
    * Tells this instance's subscribers of members who came or went without a word: those of an
