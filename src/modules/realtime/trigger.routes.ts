@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Config } from '../../config.ts'
-import { HttpError } from '../../lib/errors.ts'
+import { HttpError, ValidationError } from '../../lib/errors.ts'
 import { commonErrorResponses } from '../../lib/http-schemas.ts'
 import { md5, validRequestSignature } from '../../lib/realtime/signatures.ts'
 import {
@@ -88,7 +88,9 @@ export default async function triggerRoutes(fastify: FastifyInstance, { config }
       const { name, data, channels, channel, socket_id: except } = request.body
       const targets = channels ?? (channel ? [channel] : [])
       if (targets.length === 0) {
-        throw new HttpError(422, 'The channels field is required when channel is not present.')
+        throw ValidationError.withMessages({
+          channels: ['The channels field is required when channel is not present.'],
+        })
       }
       if (targets.length > MAX_CHANNELS) throw tooLarge(`An event goes to at most ${MAX_CHANNELS} channels.`)
       checkData(data)
