@@ -43,6 +43,43 @@ describe('Laravel Echo over pusher-js against this server', () => {
     expect(event.message).toMatchObject({ id: posted.id, group_id: group.id, kind: 'user' })
   })
 
+  it('broadcasts MessageDeleted, UserLeftGroup and GroupDeleted to the group, JoinRequestResponded to the requester', async () => {
+    const owner = await tab()
+    const member = await tab()
+    const requester = await tab()
+    const group = await createGroup(owner.client)
+    await joinGroup(member.client, group.id)
+    const events: [string, unknown][] = []
+    const channel = owner.echo.private(`chat.group.${group.id}`)
+    for (const name of ['MessageDeleted', 'UserLeftGroup', 'GroupDeleted']) {
+      channel.listen(name, (e: unknown) => events.push([name, e]))
+    }
+    const answers: unknown[] = []
+    requester.echo
+      .private(`App.Models.User.${requester.user.id}`)
+      .listen('JoinRequestResponded', (e: unknown) => answers.push(e))
+    await settle()
+
+    const message = await postMessage(member.client, group.id, 'to be deleted')
+    expect((await member.client.delete(`/api/message/${message.id}`)).status).toBe(200)
+    expect((await member.client.delete(`/api/group/${group.id}/leave`)).status).toBe(200)
+    expect((await owner.client.put(`/api/group/${group.id}`, { is_private: true })).status).toBe(200)
+    const join = await requester.client.post(`/api/group/${group.id}/join`)
+    const requestId = join.data.data.join_request_id
+    await owner.client.post(`/api/join-requests/${requestId}/respond`, { action: 'decline' })
+    expect((await owner.client.delete(`/api/group/${group.id}`)).status).toBe(200)
+
+    await eventually(() => events.length === 3 && answers.length === 1)
+    expect(events).toEqual([
+      ['MessageDeleted', { message_id: message.id, group_id: group.id, deleted_by: member.user.id }],
+      ['UserLeftGroup', { group_id: group.id, user_id: member.user.id, member_count: 1 }],
+      ['GroupDeleted', { group_id: group.id, deleted_by: owner.user.id }],
+    ])
+    expect(answers).toEqual([
+      { join_request_id: requestId, group_id: group.id, user_id: requester.user.id, status: 'declined' },
+    ])
+  })
+
   it('refuses the group channel to a non-member (403 from the auth route)', async () => {
     const owner = await tab()
     const outsider = await tab()
