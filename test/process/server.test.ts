@@ -12,6 +12,7 @@ import { openDatabase } from '../../src/db/client.ts'
 import { SPA_ORIGIN, TEST_APP_KEY } from '../helpers/build-test-app.ts'
 import { TestClient } from '../helpers/client.ts'
 import { uniqueEmail } from '../helpers/factories.ts'
+import { freePort } from '../helpers/ports.ts'
 import { createServerDatabase } from '../helpers/test-database.ts'
 
 // The service as `npm start` runs it: a real Node 24 process, real sockets, real signals.
@@ -53,20 +54,6 @@ function tempDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'trading-api-process-'))
   tempDirs.push(dir)
   return dir
-}
-
-/** A port nobody listens on right now: bind port 0, read it, let it go. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer()
-    probe.once('error', reject)
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address()
-      probe.close(() =>
-        address && typeof address === 'object' ? resolve(address.port) : reject(new Error('no port')),
-      )
-    })
-  })
 }
 
 /**

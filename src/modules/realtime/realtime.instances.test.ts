@@ -1,7 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
-import net from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -12,6 +11,7 @@ import { createGroup, joinGroup } from '../../../test/helpers/chat.ts'
 import { TestClient } from '../../../test/helpers/client.ts'
 import { connected, echoFor, eventually } from '../../../test/helpers/echo.ts'
 import { createUser, signedInClient } from '../../../test/helpers/factories.ts'
+import { freePort } from '../../../test/helpers/ports.ts'
 import { PusherSocket } from '../../../test/helpers/pusher-socket.ts'
 import {
   createServerDatabase,
@@ -382,21 +382,6 @@ describe.each(crashCases)('real-time when instance B (a process) is killed', ({ 
     await eventually(() => messages.includes('through A, after'))
   })
 })
-
-/** A Redis database (1-15) with no keys in it, by URL, with a connection to empty it afterwards. */
-/** A port nobody listens on right now. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer()
-    probe.once('error', reject)
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address()
-      probe.close(() =>
-        address && typeof address === 'object' ? resolve(address.port) : reject(new Error('no port')),
-      )
-    })
-  })
-}
 
 /** `node src/server.ts` with only the given environment, once GET /up answers. */
 async function startServer(root: string, cwd: string, env: Record<string, string>) {
