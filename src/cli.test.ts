@@ -185,7 +185,14 @@ describe('cli', () => {
     const key = result.stdout.trim()
     expect(
       loadConfig(
-        { NODE_ENV: 'production', APP_KEY: key, UPSTREAM_BASE_URL: 'https://upstream.test' },
+        {
+          NODE_ENV: 'production',
+          APP_KEY: key,
+          UPSTREAM_BASE_URL: 'https://upstream.test',
+          REVERB_APP_ID: '1',
+          REVERB_APP_KEY: 'key',
+          REVERB_APP_SECRET: 'a-secret-of-sixteen+',
+        },
         cliEnv.dataDir,
       ).appKey,
     ).toBe(key)

@@ -369,7 +369,9 @@ describe('node src/server.ts with a bad environment', () => {
     expect(server.stderr()).toMatch(/^ {2}- APP_KEY: required when NODE_ENV=production/m)
     // It stopped before touching anything: no key generated, no database created.
     expect(existsSync(join(dataDir, 'app-key'))).toBe(false)
+    expect(existsSync(join(dataDir, 'reverb-app.json'))).toBe(false)
     expect(existsSync(join(dataDir, 'db'))).toBe(false)
+    expect(server.stderr()).toMatch(/^ {2}- REVERB_APP_SECRET: required when NODE_ENV=production/m)
   })
   it('NODE_ENV=production without UPSTREAM_BASE_URL exits 1 with a message naming it', async () => {
     const server = await spawnServer({ NODE_ENV: 'production', DATA_DIR: tempDir(), APP_KEY: TEST_APP_KEY })
