@@ -1,8 +1,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { randomUUID } from 'node:crypto'
-import websocket from '@fastify/websocket'
+import type { IncomingMessage } from 'node:http'
+import type { Duplex } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
+import { WebSocketServer } from 'ws'
 import type { Config } from '../config.ts'
 import { createMemoryBus, createRedisBus } from '../lib/realtime/bus.ts'
 import { createHub, type Hub } from '../lib/realtime/hub.ts'
@@ -14,6 +16,7 @@ export const USER_CHANNEL = /^private-App\.Models\.User\.(\d{1,15})$/
 export const userChannel = (userId: number) => `private-App.Models.User.${userId}`
 
 // Pusher frames are small; anything past 64 KiB closes the socket (ws answers 1009).
+const APP_PATH = /^\/app\/([^/?#]{1,128})(?:[?#]|$)/
 const MAX_FRAME_BYTES = 64 * 1024
 const LAST_SEEN_DAYS = 30
 
@@ -36,7 +39,7 @@ declare module 'fastify' {
 }
 
 /**
- * The Pusher-protocol socket server on this service's own port (`GET /app/{key}`), the hub behind
+ * The Pusher-protocol socket server on this service's own port (`GET /app/{key}` upgrades), the hub behind
  * it, and `app.realtime` to publish through it. With Redis, deliveries reach every instance's
  * sockets and presence is shared, with this instance's records expiring if it dies.
  */
@@ -91,14 +94,30 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
     },
   } satisfies Realtime)
 
-  await app.register(websocket, {
-    options: { maxPayload: MAX_FRAME_BYTES, perMessageDeflate: false },
-    preClose: (done) => {
-      hub
-        .drain()
-        .catch((error: unknown) => app.log.warn({ err: error }, 'realtime: drain failed'))
-        .finally(() => app.websocketServer.close(() => done()))
-    },
+  // Upgrades to /app/{key} are taken straight from the HTTP server, before any route or hook: a
+  // socket then holds no request, reply or logger for its whole life (about 5 KiB each).
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, perMessageDeflate: false })
+  const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const key = APP_PATH.exec(request.url ?? '')?.[1]
+    if (key === undefined) {
+      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')
+      return
+    }
+    wss.handleUpgrade(request, socket, head, (ws) => {
+      if (key !== options.key) {
+        ws.send(errorFrame(PusherError.appNotFound))
+        ws.close(PusherError.appNotFound.code, PusherError.appNotFound.message)
+        return
+      }
+      hub.accept(ws)
+    })
+  }
+  app.server.on('upgrade', onUpgrade)
+  // Before the server stops listening: no new socket is taken, and the open ones are let go in turns.
+  app.addHook('preClose', async () => {
+    app.server.off('upgrade', onUpgrade)
+    await hub.drain().catch((error: unknown) => app.log.warn({ err: error }, 'realtime: drain failed'))
+    await new Promise<void>((resolve) => wss.close(() => resolve()))
   })
 
   // The periodic work; a quarter of the shortest deadline it serves.
@@ -114,16 +133,6 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
     clearInterval(timer)
     await presence.close().catch(onRedisError)
     await bus.close()
-  })
-
-  app.get('/app/:key', { websocket: true, schema: { hide: true } }, (socket, request) => {
-    const { key } = request.params as { key: string }
-    if (key !== options.key) {
-      socket.send(errorFrame(PusherError.appNotFound))
-      socket.close(PusherError.appNotFound.code, PusherError.appNotFound.message)
-      return
-    }
-    hub.accept(socket)
   })
 }
 
