@@ -1,24 +1,23 @@
 import type { WebSocket } from 'ws'
 import type { Delivery, RealtimeBus } from './bus.ts'
+import { createFrameWriter } from './frame-writer.ts'
+import { createLocalMembers } from './local-members.ts'
 import type { PresenceStore } from './presence.ts'
 import {
   type ChannelKind,
-  channelKind,
   encodeFrame,
   errorFrame,
   newSocketId,
   PusherError,
   RECONNECT_LATER,
 } from './protocol.ts'
-import { validChannelAuth } from './signatures.ts'
+import { checkSubscription } from './subscription-request.ts'
 
 /** The synthetic presence channel of users with a live socket on their own user channel. */
 export const ONLINE = '#online'
 
 const MAX_CLIENT_EVENT_BYTES = 10 * 1024
 const CLIENT_EVENTS_PER_SECOND = 10
-// Sockets written to before the hub lets other work run (about a millisecond of writes).
-const WRITE_SLICE = 256
 
 export interface HubOptions {
   key: string
@@ -60,8 +59,6 @@ export function createHub(options: HubOptions) {
   const { bus, presence, log } = options
   const sockets = new Map<string, Connection>()
   const subscribers = new Map<string, Set<Connection>>()
-  // How many of this instance's sockets are each user, per presence channel (and ONLINE).
-  const localCounts = new Map<string, Map<string, number>>()
   // The members this instance's subscribers were told of, per presence channel.
   const announced = new Map<string, Set<string>>()
   let draining = false
@@ -69,69 +66,24 @@ export function createHub(options: HubOptions) {
   const send = (conn: Connection, frame: string) => {
     if (conn.ws.readyState === conn.ws.OPEN) conn.ws.send(frame)
   }
-
-  /** Counts one more (or less) local socket of the user; answers the count after. */
-  function count(channel: string, userId: string, delta: 1 | -1): number {
-    const users = localCounts.get(channel) ?? new Map<string, number>()
-    localCounts.set(channel, users)
-    const next = (users.get(userId) ?? 0) + delta
-    if (next > 0) users.set(userId, next)
-    else users.delete(userId)
-    if (users.size === 0) localCounts.delete(channel)
-    return next
-  }
-
-  async function memberJoined(channel: string, userId: string, info: unknown) {
-    if (count(channel, userId, 1) > 1) return false
-    return presence.join(channel, userId, info)
-  }
-
-  async function memberLeft(channel: string, userId: string) {
-    if (count(channel, userId, -1) > 0) return false
-    return presence.leave(channel, userId)
-  }
+  const writer = createFrameWriter(send)
+  const local = createLocalMembers(presence)
 
   async function subscribe(conn: Connection, data: Record<string, unknown>) {
-    const channel = data.channel
-    const kind = channelKind(channel)
-    if (!kind || typeof channel !== 'string') return send(conn, errorFrame(PusherError.unauthorized))
-    const channelData = kind === 'presence' ? data.channel_data : undefined
-    if (kind !== 'public') {
-      const signed = validChannelAuth(
-        options.key,
-        options.secret,
-        conn.id,
-        channel,
-        data.auth,
-        typeof channelData === 'string' ? channelData : undefined,
-      )
-      if (!signed || (kind === 'presence' && typeof channelData !== 'string')) {
-        return send(conn, errorFrame(PusherError.unauthorized))
-      }
-    }
+    const checked = checkSubscription(options, conn.id, data)
+    if ('error' in checked) return send(conn, errorFrame(checked.error))
+    const { channel, kind, member } = checked
     if (conn.channels.has(channel)) return
-    const subscription: Subscription = { kind }
-    let member: { userId: string; info: unknown } | null = null
-    if (kind === 'presence') {
-      try {
-        const parsed = JSON.parse(channelData as string) as { user_id?: unknown; user_info?: unknown }
-        if (typeof parsed.user_id !== 'string' && typeof parsed.user_id !== 'number')
-          throw new Error('no user_id')
-        member = { userId: String(parsed.user_id), info: parsed.user_info ?? null }
-      } catch {
-        return send(conn, errorFrame(PusherError.invalidMessage))
-      }
-      subscription.userId = member.userId
-    }
+    const subscription: Subscription = member ? { kind, userId: member.userId } : { kind }
     conn.channels.set(channel, subscription)
     const set = subscribers.get(channel) ?? new Set()
     subscribers.set(channel, set)
     set.add(conn)
 
     const owner = options.userOfChannel(channel)
-    if (owner) await memberJoined(ONLINE, owner, null)
+    if (owner) await local.joined(ONLINE, owner, null)
     if (!member) return send(conn, encodeFrame('pusher_internal:subscription_succeeded', '{}', channel))
-    const first = await memberJoined(channel, member.userId, member.info)
+    const first = await local.joined(channel, member.userId, member.info)
     const members = await presence.members(channel)
     members.set(member.userId, member.info)
     announced.set(channel, new Set([...(announced.get(channel) ?? []), ...members.keys()]))
@@ -165,8 +117,8 @@ export function createHub(options: HubOptions) {
       announced.delete(channel)
     }
     const owner = options.userOfChannel(channel)
-    if (owner && (await memberLeft(ONLINE, owner))) options.onOffline(owner)
-    if (subscription.userId && (await memberLeft(channel, subscription.userId))) {
+    if (owner && (await local.left(ONLINE, owner))) options.onOffline(owner)
+    if (subscription.userId && (await local.left(channel, subscription.userId))) {
       await bus.publish({
         channels: [channel],
         event: 'pusher_internal:member_removed',
@@ -247,27 +199,11 @@ export function createHub(options: HubOptions) {
         else known.delete(userId)
       }
       const frame = encodeFrame(delivery.event, delivery.data, channel, delivery.userId)
-      for (const conn of set) if (conn.id !== delivery.except) outbox.push({ conn, frame })
+      for (const conn of set) if (conn.id !== delivery.except) writer.push(conn, frame)
     }
-    flush()
+    writer.flush()
   }
   bus.onDelivery(deliver)
-
-  // Frames waiting to be written, in delivery order. A large fan-out is written a slice at a time,
-  // yielding to the event loop between slices, so it neither holds up the request that caused it
-  // nor stalls every other request; frames still reach each socket in order.
-  const outbox: { conn: Connection; frame: string }[] = []
-  let flushing = false
-  function flush() {
-    if (flushing) return
-    flushing = true
-    const writeSlice = () => {
-      for (const { conn, frame } of outbox.splice(0, WRITE_SLICE)) send(conn, frame)
-      if (outbox.length > 0) setImmediate(writeSlice)
-      else flushing = false
-    }
-    writeSlice()
-  }
 
   /**
    * Tells this instance's subscribers of members who came or went without a word: those of an
