@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import type { Config } from '../../config.ts'
+import { createAccountRelease } from './account-release.ts'
 import groupsRoutes from './groups/groups.routes.ts'
 import { type ChatDeps, createGroupsService } from './groups/groups.service.ts'
 import invitesRoutes from './invites/invites.routes.ts'
@@ -27,7 +28,7 @@ export const chatDeps = (app: FastifyInstance, config: Config): ChatDeps => ({
  * for the profile and admin modules, which delete accounts.
  */
 export const chatAccountRelease = (app: FastifyInstance, config: Config) =>
-  createGroupsService(chatDeps(app, config)).releaseAccount
+  createAccountRelease(chatDeps(app, config))
 
 /** The spec's chat section: groups, invites, join requests, messages, sidebar, fellow users. */
 export default async function chatRoutes(app: FastifyInstance, { config }: { config: Config }) {

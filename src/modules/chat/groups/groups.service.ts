@@ -1,5 +1,5 @@
 import type { Db } from '../../../db/client.ts'
-import type { ChatGroupRow, UserRow } from '../../../db/schema/index.ts'
+import type { UserRow } from '../../../db/schema/index.ts'
 import type { Clock } from '../../../lib/clock.ts'
 import { forbidden, HttpError } from '../../../lib/errors.ts'
 import type { EventBus } from '../../../lib/events.ts'
@@ -8,13 +8,14 @@ import type { FileStorage } from '../../../lib/storage/storage.ts'
 import type { AppEvents } from '../../../plugins/events.ts'
 import type { Realtime } from '../../../plugins/realtime.ts'
 import { fieldError, groupNotFound } from '../chat.errors.ts'
-import { type ChatEvent, emitAll, messagePosted } from '../chat.events.ts'
+import { emitAll, messagePosted } from '../chat.events.ts'
 import { presentChatUser, presentGroup, presentMessage } from '../chat.presenters.ts'
 import type { Group } from '../chat.schemas.ts'
 import { createJoinRequestsRepository } from '../join-requests/join-requests.repository.ts'
 import { appendMessage } from '../messages/append-message.ts'
 import { createMessagesRepository } from '../messages/messages.repository.ts'
 import { accessGroup, canRead, isOwner, requireOwner } from './group-access.ts'
+import { deleteLockedGroup, leaveLockedGroup, removeFiles } from './group-changes.ts'
 import { createGroupsRepository } from './groups.repository.ts'
 import {
   type CreateGroupBody,
@@ -41,50 +42,8 @@ export interface ChatDeps {
 const ownerMustStay = () =>
   fieldError('group', 'Hand the group over to another member (owner_id) before leaving it.')
 
-/** Removes stored files after the rows naming them are gone; a failure is logged, never answered. */
-export async function removeFiles(deps: Pick<ChatDeps, 'storage' | 'log'>, paths: readonly string[]) {
-  for (const path of paths) {
-    await deps.storage.delete(path).catch((error: unknown) => {
-      deps.log.warn({ err: error, path }, 'could not delete a chat attachment')
-    })
-  }
-}
-
 export function createGroupsService(deps: ChatDeps) {
   const { db, clock, appUrl, events } = deps
-
-  /** In `tx`: deletes a (locked) group and answers what to do once that commits. */
-  async function deleteLocked(tx: Db, group: ChatGroupRow, deletedBy: number) {
-    const repo = createGroupsRepository({ db: tx })
-    const files = await createMessagesRepository({ db: tx }).filesOfGroup(group.id)
-    const memberIds = await repo.memberIds(group.id)
-    await repo.delete(group.id)
-    const event: ChatEvent = { name: 'GroupDeleted', payload: { groupId: group.id, deletedBy, memberIds } }
-    return { files, event }
-  }
-
-  /** In `tx`: the user leaves a locked group they belong to, with a system message saying so. */
-  async function leaveLocked(tx: Db, group: ChatGroupRow, user: UserRow): Promise<ChatEvent[]> {
-    await createGroupsRepository({ db: tx }).removeMember(group.id, user.id)
-    const notice = await appendMessage(
-      tx,
-      {
-        groupId: group.id,
-        kind: 'system',
-        author: null,
-        body: `${user.name} left the group.`,
-        at: clock.now(),
-      },
-      appUrl,
-    )
-    return [
-      {
-        name: 'UserLeftGroup',
-        payload: { groupId: group.id, userId: user.id, memberCount: group.memberCount - 1 },
-      },
-      messagePosted(notice),
-    ]
-  }
 
   return {
     /** Creates a group owned (and so joined) by the user. */
@@ -193,7 +152,7 @@ export function createGroupsService(deps: ChatDeps) {
       const { files, event } = await db.transaction(async (tx) => {
         const access = await accessGroup(createGroupsRepository({ db: tx }), user, id, { lock: true })
         if (!isOwner(access) && !user.isAdmin) throw forbidden('Only the owner of the group can delete it.')
-        return deleteLocked(tx, access.group, user.id)
+        return deleteLockedGroup(tx, access.group, user.id)
       })
       await removeFiles(deps, files)
       emitAll(events, [event])
@@ -241,9 +200,9 @@ export function createGroupsService(deps: ChatDeps) {
         if (!access.membership) throw new HttpError(404, 'You are not a member of this group.')
         if (isOwner(access)) {
           if (access.group.memberCount > 1) throw ownerMustStay()
-          return { kind: 'deleted' as const, ...(await deleteLocked(tx, access.group, user.id)) }
+          return { kind: 'deleted' as const, ...(await deleteLockedGroup(tx, access.group, user.id)) }
         }
-        return { kind: 'left' as const, events: await leaveLocked(tx, access.group, user) }
+        return { kind: 'left' as const, events: await leaveLockedGroup(deps, tx, access.group, user) }
       })
       if (outcome.kind === 'deleted') {
         await removeFiles(deps, outcome.files)
@@ -306,41 +265,6 @@ export function createGroupsService(deps: ChatDeps) {
         unread_count: unreadCount,
         last_activity_at: laravelDate(group.lastActivityAt),
       }))
-    },
-
-    /**
-     * Before an account is deleted, in its transaction: it leaves every group it belongs to; a group
-     * it owns passes to its longest-standing member, or is deleted when nobody else is in it.
-     * Answers what to do once the deletion commits (remove files, announce).
-     */
-    async releaseAccount(tx: Db, user: UserRow): Promise<() => Promise<void>> {
-      const repo = createGroupsRepository({ db: tx })
-      const files: string[] = []
-      const announced: ChatEvent[] = []
-      // Every group of theirs, rows locked in id order (as any other multi-group change would).
-      for (const { group } of [...(await repo.conversations(user.id))].sort(
-        (a, b) => a.group.id - b.group.id,
-      )) {
-        const locked = await repo.find(group.id, { lock: true })
-        if (!locked) continue
-        if (locked.ownerId === user.id) {
-          const heir = await repo.longestStandingOther(locked.id, user.id)
-          if (heir === undefined) {
-            const deleted = await deleteLocked(tx, locked, user.id)
-            files.push(...deleted.files)
-            announced.push(deleted.event)
-            continue
-          }
-          await repo.setRole(locked.id, user.id, 'member')
-          await repo.setRole(locked.id, heir, 'owner')
-          await repo.update(locked.id, { ownerId: heir, updatedAt: clock.now() })
-        }
-        announced.push(...(await leaveLocked(tx, locked, user)))
-      }
-      return async () => {
-        await removeFiles(deps, files)
-        emitAll(events, announced)
-      }
     },
   }
 }
