@@ -67,12 +67,13 @@ export function createMessagesService(deps: ChatDeps) {
     async post(user: UserRow, input: NewMessageInput): Promise<Message> {
       let message: Message
       try {
-        checkUploads(input)
         message = await db.transaction(async (tx) => {
           const access = await accessGroup(createGroupsRepository({ db: tx }), user, input.groupId, {
             lock: true,
           })
+          // Who may write first, then what they wrote, as Laravel's FormRequest authorizes before it validates.
           requireMember(access)
+          checkUploads(input)
           const files = input.uploads.map(({ path, name, size, mimeType }) => ({
             path,
             name,

@@ -219,6 +219,11 @@ describe('attachments', () => {
       { name: 'a.png', type: 'image/png', bytes: PNG },
     ])
     expect(res.status).toBe(403)
+    // Refused as a writer before its files are judged: a renamed executable is a 403 too, not a 422.
+    const exe = await postForm(outsider.client, { group_id: String(group.id), body: 'spam' }, [
+      { name: 'chart.png', type: 'image/png', bytes: EXE },
+    ])
+    expect(exe.status).toBe(403)
     expect(filesOnDisk()).toEqual(before)
   })
 })
