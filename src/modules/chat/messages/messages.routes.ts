@@ -1,8 +1,9 @@
 import multipart from '@fastify/multipart'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { HttpError, ValidationError } from '../../../lib/errors.ts'
+import { ValidationError } from '../../../lib/errors.ts'
 import { commonErrorResponses, MessageResponse as DeletedResponse } from '../../../lib/http-schemas.ts'
+import { multipartFailure } from '../../../lib/multipart.ts'
 import type { FileStorage } from '../../../lib/storage/storage.ts'
 import { compileValidator } from '../../../lib/validation.ts'
 import { cleanFields } from '../../../plugins/body.ts'
@@ -50,30 +51,26 @@ async function readMessage(request: FastifyRequest, storage: FileStorage): Promi
   let fields: Record<string, unknown> = request.body as Record<string, unknown>
   const uploads: StoredUpload[] = []
   let tooManyFiles = false
-  if (request.isMultipart()) {
-    fields = {}
-    try {
-      for await (const part of request.parts()) {
-        if (part.type !== 'file') fields[part.fieldname] = part.value
-        else if (!ATTACHMENT_FIELD.test(part.fieldname) || uploads.length >= MAX_ATTACHMENTS) {
-          tooManyFiles ||= ATTACHMENT_FIELD.test(part.fieldname)
-          part.file.resume()
-        } else uploads.push(await storeUpload(storage, part.file, part.filename))
-      }
-    } catch (error) {
-      await Promise.all(uploads.map((upload) => storage.delete(upload.path).catch(() => {})))
-      // Busboy's own errors (a broken body) carry no status; @fastify/multipart's limits are 413s.
-      if ((error as { statusCode?: number }).statusCode === 413) {
-        throw new HttpError(413, 'The request has too many parts.')
-      }
-      throw new HttpError(400, 'The request body is not valid multipart form data.')
-    }
-  }
   try {
+    if (request.isMultipart()) {
+      fields = {}
+      try {
+        for await (const part of request.parts()) {
+          if (part.type !== 'file') fields[part.fieldname] = part.value
+          else if (!ATTACHMENT_FIELD.test(part.fieldname) || uploads.length >= MAX_ATTACHMENTS) {
+            tooManyFiles ||= ATTACHMENT_FIELD.test(part.fieldname)
+            part.file.resume()
+          } else uploads.push(await storeUpload(storage, part.file, part.filename))
+        }
+      } catch (error) {
+        throw multipartFailure(error)
+      }
+    }
     fields = cleanFields(fields)
     const errors = checkFields(fields)
     if (Object.keys(errors).length > 0) throw new ValidationError(errors)
   } catch (error) {
+    // Nothing of a refused request stays in storage.
     await Promise.all(uploads.map((upload) => storage.delete(upload.path).catch(() => {})))
     throw error
   }

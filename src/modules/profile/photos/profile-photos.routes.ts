@@ -2,9 +2,10 @@ import multipart from '@fastify/multipart'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Config } from '../../../config.ts'
-import { HttpError, notFound } from '../../../lib/errors.ts'
+import { notFound } from '../../../lib/errors.ts'
 import { commonErrorResponses, MessageResponse } from '../../../lib/http-schemas.ts'
 import { IMAGE_CONTENT_TYPES } from '../../../lib/images.ts'
+import { multipartFailure } from '../../../lib/multipart.ts'
 import { signedInUser } from '../../../plugins/guards.ts'
 import { createLedgerService } from '../../credits/ledger.service.ts'
 import { presentUser } from '../../users/users.presenters.ts'
@@ -27,10 +28,7 @@ async function readPhoto(request: FastifyRequest): Promise<PhotoUpload | null> {
       if (part.fieldname === 'photo' && !upload) upload = { bytes, truncated: part.file.truncated }
     }
   } catch (error) {
-    // Busboy's own errors (a broken body) carry no status; @fastify/multipart's limits are 413s.
-    const status = (error as { statusCode?: number }).statusCode
-    if (status === 413) throw new HttpError(413, 'The request has too many parts.')
-    throw new HttpError(400, 'The request body is not valid multipart form data.')
+    throw multipartFailure(error)
   }
   return upload
 }
