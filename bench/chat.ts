@@ -4,7 +4,7 @@ import pg from 'pg'
 import { Pool } from 'undici'
 import { systemClock } from '../src/lib/clock.ts'
 import { createUsersService } from '../src/modules/users/users.service.ts'
-import { load1, percentile, type RunResult, runClients, startBenchApp } from './harness.ts'
+import { load1, percentile, type RunResult, runClients, startBenchApp, timedCaller } from './harness.ts'
 import { BENCH_PASSWORD, signIn } from './sign-in.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
@@ -77,17 +77,7 @@ async function main() {
     const http = new Pool(appUrl, { connections: CLIENTS, pipelining: 1 })
     await sql.connect()
 
-    const call = async (method: 'GET' | 'POST', path: string, session: Session, body?: unknown) => {
-      const t0 = performance.now()
-      const res = await http.request({
-        path,
-        method,
-        headers: session.headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-      })
-      const text = await res.body.text()
-      return { status: res.statusCode, text, ms: performance.now() - t0 }
-    }
+    const call = timedCaller(http)
     const expect = async (
       status: number,
       method: 'GET' | 'POST',

@@ -4,7 +4,7 @@ import { Pool } from 'undici'
 import { systemClock } from '../src/lib/clock.ts'
 import { createLedgerService } from '../src/modules/credits/ledger.service.ts'
 import { createUsersService } from '../src/modules/users/users.service.ts'
-import { percentile, type RunResult, runClients, startBenchApp } from './harness.ts'
+import { percentile, type RunResult, runClients, startBenchApp, timedCaller } from './harness.ts'
 import { BENCH_PASSWORD, signIn } from './sign-in.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
@@ -35,17 +35,7 @@ async function main() {
       sessions.push({ userId: user.id, headers: await signIn(http, email) })
     }
 
-    const call = async (method: 'GET' | 'POST', path: string, session: Session, body?: unknown) => {
-      const t0 = performance.now()
-      const res = await http.request({
-        path,
-        method,
-        headers: session.headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-      })
-      const text = await res.body.text()
-      return { status: res.statusCode, text, ms: performance.now() - t0 }
-    }
+    const call = timedCaller(http)
 
     const baseline = await runClients(CLIENTS, sessions, BASELINE_SECONDS, async (session, _n, result) => {
       const res = await call('GET', '/api/credits', session)

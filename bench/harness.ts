@@ -4,6 +4,7 @@ import os from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
+import type { Pool } from 'undici'
 import { buildApp } from '../src/app.ts'
 import { type Config, generateAppKey, loadConfig } from '../src/config.ts'
 import { type Database, openDatabase } from '../src/db/client.ts'
@@ -136,4 +137,24 @@ export async function runClients<S>(
   result.latencies.sort((a, b) => a - b)
   result.load = load1()
   return result
+}
+
+/** One timed request through the benchmark's pool: its status, body and milliseconds. */
+export function timedCaller(http: Pool) {
+  return async (
+    method: 'GET' | 'POST',
+    path: string,
+    session: { headers: Record<string, string> },
+    body?: unknown,
+  ) => {
+    const t0 = performance.now()
+    const res = await http.request({
+      path,
+      method,
+      headers: session.headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })
+    const text = await res.body.text()
+    return { status: res.statusCode, text, ms: performance.now() - t0 }
+  }
 }
