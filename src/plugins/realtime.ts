@@ -72,10 +72,12 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
   })
 
   // Echo's interceptor sends the page's socket id; what this request broadcasts leaves that socket out.
-  const requestSocket = new AsyncLocalStorage<string | undefined>()
+  const requestSocket = new AsyncLocalStorage<string>()
+  // Only such requests enter a context: the others (most) pay nothing, and find no socket to leave out.
   app.addHook('onRequest', (request, _reply, done) => {
     const header = request.headers['x-socket-id']
-    requestSocket.run(typeof header === 'string' && SOCKET_ID.test(header) ? header : undefined, done)
+    if (typeof header === 'string' && SOCKET_ID.test(header)) requestSocket.run(header, done)
+    else done()
   })
 
   app.decorate('realtime', {
