@@ -10,6 +10,7 @@ import { ajvOptions, configureFormats } from './lib/validation.ts'
 import accountsRoutes from './modules/accounts/accounts.routes.ts'
 import activitiesRoutes from './modules/activities/activities.routes.ts'
 import adminUsersRoutes from './modules/admin/users/admin-users.routes.ts'
+import aiRoutes from './modules/ai/ai.routes.ts'
 import authRoutes from './modules/auth/auth.routes.ts'
 import billingRoutes from './modules/billing/billing.routes.ts'
 import chatRoutes from './modules/chat/chat.routes.ts'
@@ -134,6 +135,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   await app.register(creditsRoutes, { config })
   await app.register(billingRoutes, { config })
   await app.register(chatRoutes, { config })
+  await app.register(aiRoutes, { config })
   await app.register(realtimeRoutes, { config })
   await app.register(adminUsersRoutes, { config })
   await app.register(supportRoutes, { config })

@@ -40,6 +40,13 @@ const Env = Type.Object({
   REVERB_APP_ACTIVITY_TIMEOUT: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
   REVERB_INSTANCE_TTL_SECONDS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
   REVERB_DRAIN_SECONDS: Type.Optional(Type.String({ pattern: '^[0-9]{1,3}(\\.[0-9]{1,3})?$' })),
+  APP_EDITION: Type.Optional(Type.String({ pattern: '^(standard|pro)$' })),
+  AI_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$' })),
+  AI_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  AI_MODEL: Type.Optional(Type.String({ minLength: 1, maxLength: 191 })),
+  AI_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
+  AI_JOB_ATTEMPTS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]?$' })),
+  AI_JOB_RETRY_MS: Type.Optional(Type.String({ pattern: '^[0-9]{1,7}$' })),
 })
 type Env = Static<typeof Env>
 
@@ -85,6 +92,17 @@ export interface Config {
     readonly instanceTtlSeconds: number
     /** Over how many seconds a stopping instance closes its sockets, so clients do not reconnect at once. */
     readonly drainSeconds: number
+  }
+  /** The deployment edition (spec "Versioning"): `pro` gives the trading and assistant agents market tools. */
+  readonly edition: 'standard' | 'pro'
+  readonly ai: {
+    /** The OpenAI-compatible model; all three unset means the built-in offline model. */
+    readonly model: { readonly baseUrl: string; readonly apiKey: string; readonly name: string } | null
+    /** The longest one model call (a whole agent answer, all its steps) may take. */
+    readonly timeoutMs: number
+    /** Tries of a chat analysis before it is recorded as failed, and the first retry's delay (it doubles). */
+    readonly jobAttempts: number
+    readonly jobRetryMs: number
   }
 }
 
@@ -185,6 +203,12 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
       if (!env[name]) problems.push(`${name}: required when NODE_ENV=production`)
     }
   }
+  const aiSettings = [env.AI_BASE_URL, env.AI_API_KEY, env.AI_MODEL].filter((value) => value !== undefined)
+  if (aiSettings.length !== 0 && aiSettings.length !== 3) {
+    problems.push(
+      'AI_BASE_URL, AI_API_KEY, AI_MODEL: set all three for a model server, or none for the offline model',
+    )
+  }
   if (problems.length > 0) throw new ConfigError(problems)
 
   const dataDir = resolve(cwd, env.DATA_DIR ?? 'storage')
@@ -228,6 +252,20 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
       activityTimeoutSeconds: Number(env.REVERB_APP_ACTIVITY_TIMEOUT ?? 30),
       instanceTtlSeconds: Number(env.REVERB_INSTANCE_TTL_SECONDS ?? 30),
       drainSeconds: Number(env.REVERB_DRAIN_SECONDS ?? 5),
+    }),
+    edition: env.APP_EDITION === 'pro' ? 'pro' : 'standard',
+    ai: Object.freeze({
+      model:
+        env.AI_BASE_URL && env.AI_API_KEY && env.AI_MODEL
+          ? Object.freeze({
+              baseUrl: env.AI_BASE_URL.replace(/\/+$/, ''),
+              apiKey: env.AI_API_KEY,
+              name: env.AI_MODEL,
+            })
+          : null,
+      timeoutMs: Number(env.AI_TIMEOUT_MS ?? 60_000),
+      jobAttempts: Number(env.AI_JOB_ATTEMPTS ?? 3),
+      jobRetryMs: Number(env.AI_JOB_RETRY_MS ?? 10_000),
     }),
   })
 }

@@ -25,10 +25,13 @@ export interface AppEvents {
     accepted: boolean
     status: 'approved' | 'declined'
   }
-  /** An AI call made in a chat conversation finished; its answer is stored as `messageId`. */
+  /**
+   * An AI call finished: an agent's answer (`groupId` null; `userId` null for a guest) or a chat
+   * analysis, whose answer is stored as `messageId`.
+   */
   AiCallCompleted: {
     aiCallId: number
-    userId: number
+    userId: number | null
     groupId: number | null
     messageId: number | null
     agent: string
@@ -36,13 +39,15 @@ export interface AppEvents {
     outputTokens: number
     durationMs: number
   }
-  /** An AI call failed; `reason` is safe to show (no upstream detail, no credential). */
+  /** An AI call failed or was aborted; `reason` is safe to show (no provider detail, no credential). */
   AiCallFailed: {
     aiCallId: number
-    userId: number
+    userId: number | null
     groupId: number | null
     agent: string
     reason: string
+    /** A chat analysis try that will be made again: not yet a failure to tell the group about. */
+    willRetry: boolean
   }
   /** A group was deleted; `memberIds` are who belonged to it, for fan-out after the rows are gone. */
   GroupDeleted: { groupId: number; deletedBy: number; memberIds: number[] }

@@ -5,6 +5,7 @@ import { createOutboxRepository } from '../lib/outbox/outbox.repository.ts'
 import {
   createOutboxWorker,
   type OutboxHandler,
+  type OutboxWorker,
   type OutboxWorkerOptions,
   type PassStats,
 } from '../lib/outbox/outbox.worker.ts'
@@ -15,9 +16,12 @@ export interface Outbox {
    * transaction, the row exists if and only if that transaction commits. The worker delivers it.
    */
   enqueue(kind: string, payload: Record<string, unknown>, tx?: Db): Promise<void>
-  /** Sets who delivers rows of `kind` (the mailer does "mail"). */
-  handle(kind: string, handler: OutboxHandler): void
-  /** Delivers what is due now and answers what this instance did; polling does the same every few seconds. */
+  /**
+   * Sets who delivers rows of `kind` (the mailer does "mail"). With `lane` options the kind gets a
+   * worker of its own, so slow work (a model call) never holds up the mail, and its own retry policy.
+   */
+  handle(kind: string, handler: OutboxHandler, lane?: OutboxWorkerOptions): void
+  /** Delivers what is due now (every lane) and answers what this instance did; polling does the same. */
   drain(): Promise<PassStats>
 }
 
@@ -27,31 +31,49 @@ declare module 'fastify' {
   }
 }
 
-/** `app.outbox`: durable side effects (mail), delivered by a worker that starts with the app. */
+/** `app.outbox`: durable side effects (mail, chat analyses), delivered by workers that start with the app. */
 async function outboxPlugin(app: FastifyInstance, { options }: { options?: OutboxWorkerOptions } = {}) {
-  const worker = createOutboxWorker({
-    db: app.db,
-    clock: app.clock,
-    log: app.log.child({ component: 'outbox' }),
-    options,
-  })
+  const log = app.log.child({ component: 'outbox' })
+  const newWorker = (workerOptions?: OutboxWorkerOptions) =>
+    createOutboxWorker({ db: app.db, clock: app.clock, log, options: workerOptions })
+  const shared = newWorker(options)
+  const workers: OutboxWorker[] = [shared]
+  const workerOf = new Map<string, OutboxWorker>()
 
   app.decorate('outbox', {
     async enqueue(kind, payload, tx) {
       await createOutboxRepository({ db: tx ?? app.db }).insert(kind, payload, app.clock.now())
-      worker.notify(tx !== undefined)
+      ;(workerOf.get(kind) ?? shared).notify(tx !== undefined)
     },
-    handle: worker.handle,
-    drain: worker.drain,
+    handle(kind, handler, lane) {
+      let worker = shared
+      if (lane) {
+        worker = newWorker({ ...options, ...lane })
+        workers.push(worker)
+      }
+      worker.handle(kind, handler)
+      workerOf.set(kind, worker)
+    },
+    async drain() {
+      const passes = await Promise.all(workers.map((worker) => worker.drain()))
+      return passes.reduce(
+        (sum, pass) => ({
+          sent: sum.sent + pass.sent,
+          retried: sum.retried + pass.retried,
+          failed: sum.failed + pass.failed,
+        }),
+        { sent: 0, retried: 0, failed: 0 },
+      )
+    },
   } satisfies Outbox)
 
   app.addHook('onReady', async () => {
-    worker.start()
+    for (const worker of workers) worker.start()
   })
   // preClose runs before every onClose hook, so the mail transport and the database (closed there)
   // are still open while the delivery under way finishes. Rows queued after this wait for the next start.
   app.addHook('preClose', async () => {
-    await worker.stop()
+    await Promise.all(workers.map((worker) => worker.stop()))
   })
 }
 

@@ -2,8 +2,14 @@ import type { Db } from '../../db/client.ts'
 import type { Clock } from '../clock.ts'
 import { createOutboxRepository } from './outbox.repository.ts'
 
+/** Which try this is: `last` is the final one, after which a failure is given up on. */
+export interface OutboxAttempt {
+  number: number
+  last: boolean
+}
+
 /** Delivers one row's payload; a rejection is a failed try, retried later. */
-export type OutboxHandler = (payload: Record<string, unknown>) => Promise<void>
+export type OutboxHandler = (payload: Record<string, unknown>, attempt: OutboxAttempt) => Promise<void>
 
 export interface OutboxLogger {
   debug(obj: object, msg: string): void
@@ -96,7 +102,7 @@ export function createOutboxWorker(deps: {
     const handler = handlers.get(row.kind)
     try {
       if (!handler) throw new Error(`no handler for outbox kind "${row.kind}"`)
-      await handler(row.payload)
+      await handler(row.payload, { number: row.attempts, last: row.attempts >= options.maxAttempts })
     } catch (error) {
       const failure = describeFailure(error)
       const now = clock.now()

@@ -77,3 +77,4 @@ export function createActivitiesService({
     },
   }
 }
+export type ActivitiesService = ReturnType<typeof createActivitiesService>

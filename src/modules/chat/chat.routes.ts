@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { Config } from '../../config.ts'
+import { queueAnalysis } from '../ai/analysis/analysis-requests.ts'
+import { configuredModelName } from '../ai/model.ts'
 import { createAccountRelease } from './account-release.ts'
 import groupsRoutes from './groups/groups.routes.ts'
 import { type ChatDeps, createGroupsService } from './groups/groups.service.ts'
@@ -21,6 +23,8 @@ export const chatDeps = (app: FastifyInstance, config: Config): ChatDeps => ({
   storage: app.storage,
   log: app.log,
   presence: app.realtime,
+  askAi: (tx, question) =>
+    queueAnalysis(tx, app.outbox, { ...question, model: configuredModelName(config), at: app.clock.now() }),
 })
 
 /**

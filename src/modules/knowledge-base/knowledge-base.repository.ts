@@ -13,27 +13,29 @@ export type ArticleRow = Omit<KnowledgeBaseArticleRow, 'search' | 'sourceHash'>
 
 export interface ArticleFilter {
   area?: string
-  /** Letters and digits only; every word must match, as a prefix of a word of the title or content. */
+  /** Letters and digits only; each word matches as a prefix of a word of the title or content. */
   words: string[]
+  /** Whether every word must match (the API's search) or any one may (the assistants' fallback). Default all. */
+  match?: 'all' | 'any'
 }
 
 /**
  * Each word as a prefix, stemmed like the indexed text (`strategies:*` finds "strategy") or as typed,
  * so a stop word still works as a prefix (`the:*` finds "theme"); all words required.
  */
-function prefixQuery(words: string[]): SQL | undefined {
+function prefixQuery(words: string[], match: 'all' | 'any'): SQL | undefined {
   if (words.length === 0) return undefined
   const terms = words.map(
     (word) => sql`(to_tsquery('english', ${`${word}:*`}) || to_tsquery('simple', ${`${word}:*`}))`,
   )
-  return sql`(${sql.join(terms, sql` && `)})`
+  return sql`(${sql.join(terms, match === 'all' ? sql` && ` : sql` || `)})`
 }
 
 export function createKnowledgeBaseRepository({ db }: { db: Db }) {
   return {
     /** Matching articles: best full-text match first when searching, else by area and title. */
-    async list({ area, words }: ArticleFilter): Promise<ArticleRow[]> {
-      const query = prefixQuery(words)
+    async list({ area, words, match = 'all' }: ArticleFilter): Promise<ArticleRow[]> {
+      const query = prefixQuery(words, match)
       const conditions: SQL[] = []
       if (area !== undefined) conditions.push(eq(articles.area, area))
       if (query) conditions.push(sql`${articles.search} @@ ${query}`)

@@ -14,6 +14,13 @@ export interface SyncReport {
 
 const articleNotFound = () => notFound('Article not found.')
 
+// Words a question is made of that say nothing about its subject; left out of a loose search.
+const QUESTION_WORDS = new Set(
+  'the and for are but not you your can how what when where why who which does did have has was were will with this that there from into about any our out use using get want need please'.split(
+    ' ',
+  ),
+)
+
 /**
  * The words of `q` (runs of letters and digits, lowercased, at most 32): nothing else of the input
  * reaches to_tsquery, so its syntax cannot be broken. Empty when `q` has no words.
@@ -32,6 +39,19 @@ export function createKnowledgeBaseService({ db, clock }: { db: Db; clock: Clock
       // one no article can have (spaces, capitals, a NUL byte) matches nothing without a query.
       if (area && !SLUG_PATTERN.test(area)) return []
       return repo.list({ area: area || undefined, words: searchWords(q) })
+    },
+
+    /**
+     * A question's best articles, for the assistants: articles holding all its words, or else those
+     * holding the most of its telling words (three letters or more, not question words).
+     */
+    async answersTo(question: string, area?: string): Promise<ArticleRow[]> {
+      if (area && !SLUG_PATTERN.test(area)) return []
+      const exact = await repo.list({ area: area || undefined, words: searchWords(question) })
+      if (exact.length > 0) return exact
+      const telling = searchWords(question).filter((word) => word.length > 2 && !QUESTION_WORDS.has(word))
+      if (telling.length === 0) return []
+      return repo.list({ area: area || undefined, words: telling, match: 'any' })
     },
 
     /** One article by slug; 404 "Article not found." otherwise. */
@@ -75,3 +95,4 @@ export function createKnowledgeBaseService({ db, clock }: { db: Db; clock: Clock
     },
   }
 }
+export type KnowledgeBaseService = ReturnType<typeof createKnowledgeBaseService>

@@ -38,6 +38,24 @@ export function broadcastChatEvents(app: FastifyInstance): void {
       member_count: e.memberCount,
     }),
   )
+  // A chat analysis's outcome goes to its group; an agent's call (no group) and a try that will be
+  // made again are nobody else's business.
+  events.on('AiCallCompleted', (e) => {
+    if (e.groupId === null) return
+    void send([groupChannel(e.groupId)], 'AiCallCompleted', {
+      ai_call_id: e.aiCallId,
+      group_id: e.groupId,
+      message_id: e.messageId,
+    })
+  })
+  events.on('AiCallFailed', (e) => {
+    if (e.groupId === null || e.willRetry) return
+    void send([groupChannel(e.groupId)], 'AiCallFailed', {
+      ai_call_id: e.aiCallId,
+      group_id: e.groupId,
+      reason: e.reason,
+    })
+  })
   events.on('JoinRequestResponded', (e) =>
     send([userChannel(e.userId)], 'JoinRequestResponded', {
       join_request_id: e.joinRequestId,

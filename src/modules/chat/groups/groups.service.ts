@@ -37,6 +37,8 @@ export interface ChatDeps {
   log: { warn(details: object, message: string): void }
   /** Who is online: a live socket on their own user channel (the real-time server knows). */
   presence: Pick<Realtime, 'online' | 'lastSeen'>
+  /** Queues the AI analysis of a message posted with `ask_ai`, in the post's transaction. */
+  askAi?: (tx: Db, question: { groupId: number; messageId: number }) => Promise<void>
 }
 
 const ownerMustStay = () =>

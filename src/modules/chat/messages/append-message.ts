@@ -2,6 +2,7 @@ import type { Db } from '../../../db/client.ts'
 import type { MessageKind } from '../../../db/schema/index.ts'
 import { type ChatUserRow, presentMessage } from '../chat.presenters.ts'
 import type { Message } from '../chat.schemas.ts'
+import { createGroupsRepository } from '../groups/groups.repository.ts'
 import { createMessagesRepository, type NewAttachment } from './messages.repository.ts'
 
 export interface NewChatMessage {
@@ -33,4 +34,18 @@ export async function appendMessage(tx: Db, input: NewChatMessage, appUrl: strin
   )
   await repo.recordPosted(row)
   return presentMessage({ ...row, author: input.author }, attachments, appUrl)
+}
+
+/**
+ * Posts an assistant or system message to a group from outside a request (the AI analysis job):
+ * takes the group row's lock in `tx` as a post does; null when the group is gone.
+ */
+export async function appendServiceMessage(
+  tx: Db,
+  input: { groupId: number; kind: Exclude<MessageKind, 'user'>; body: string; at: Date },
+  appUrl: string,
+): Promise<Message | null> {
+  const group = await createGroupsRepository({ db: tx }).find(input.groupId, { lock: true })
+  if (!group) return null
+  return appendMessage(tx, { ...input, author: null }, appUrl)
 }

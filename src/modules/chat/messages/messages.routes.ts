@@ -75,7 +75,13 @@ async function readMessage(request: FastifyRequest, storage: FileStorage): Promi
     throw error
   }
   const input = fields as PostMessageBody
-  return { groupId: input.group_id, body: input.body ?? '', uploads, tooManyFiles }
+  return {
+    groupId: input.group_id,
+    body: input.body ?? '',
+    uploads,
+    tooManyFiles,
+    askAi: input.ask_ai === true,
+  }
 }
 
 /** `Content-Disposition` for a stored name: an ASCII fallback plus the exact name (RFC 6266). */

@@ -15,7 +15,12 @@ export const PostMessageBody = Type.Object({
       description: `Up to ${MAX_BODY} characters; required unless files are attached.`,
     }),
   ),
-  ask_ai: Type.Optional(Type.Boolean({ description: 'Reserved for the AI assistant; ignored for now.' })),
+  ask_ai: Type.Optional(
+    Type.Boolean({
+      description:
+        'Ask the AI to analyse the message (text and images): answered later in the group as an assistant message; listed in GET /api/analysis.',
+    }),
+  ),
 })
 export type PostMessageBody = Static<typeof PostMessageBody>
 

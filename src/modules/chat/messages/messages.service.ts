@@ -22,6 +22,8 @@ export interface NewMessageInput {
   uploads: StoredUpload[]
   /** More files were sent than a message takes. */
   tooManyFiles?: boolean
+  /** Ask the AI to analyse it: the analysis is queued with the message and answered later in the group. */
+  askAi?: boolean
 }
 
 /** An attachment opened for sending. */
@@ -80,11 +82,14 @@ export function createMessagesService(deps: ChatDeps) {
             size,
             mimeType: mimeType as string,
           }))
-          return appendMessage(
+          const posted = await appendMessage(
             tx,
             { groupId: input.groupId, kind: 'user', author: user, body: input.body, files, at: clock.now() },
             appUrl,
           )
+          if (input.askAi && deps.askAi)
+            await deps.askAi(tx, { groupId: input.groupId, messageId: posted.id })
+          return posted
         })
       } catch (error) {
         await removeFiles(

@@ -1,0 +1,148 @@
+import { type ModelMessage, stepCountIs, streamText } from 'ai'
+import type { UserRow } from '../../../db/schema/index.ts'
+import { ValidationError } from '../../../lib/errors.ts'
+import type { AgentBody, AgentName } from '../ai.schemas.ts'
+import { MAX_CHAT_TEXT_BYTES } from '../ai.schemas.ts'
+import type { AiCallRecorder, CallEnd } from '../calls/ai-call-recorder.ts'
+import type { ConfiguredModel } from '../model.ts'
+import { type Toolbox, toolNamesFor } from '../tools/toolbox.ts'
+import { toUiChunk, type UiChunk } from '../ui-stream.ts'
+import { AGENT_INSTRUCTIONS } from './agent-prompts.ts'
+
+/** A tool result goes back to the model, which may call another: at most this many model calls an answer. */
+export const MAX_STEPS = 5
+
+export const FAILED_TEXT = 'The assistant could not answer just now. Please try again.'
+export const TIMED_OUT_TEXT = 'The assistant took too long to answer. Please try again.'
+
+/** Where an answer goes: chunks in order, and the client's going away. */
+export interface AnswerSink {
+  write(chunk: UiChunk): void | Promise<void>
+  /** Aborts when the client disconnects. */
+  signal: AbortSignal
+}
+
+export interface AgentLogger {
+  warn(obj: object, msg: string): void
+}
+
+/** A question ready to send: who asks which agent, and the conversation as model messages. */
+export interface AgentQuestion {
+  agent: AgentName
+  user: UserRow | null
+  requestId: string
+  messages: ModelMessage[]
+}
+
+const textOf = (parts: AgentBody['messages'][number]['parts']) =>
+  parts
+    .filter((part) => part.type === 'text' && typeof part.text === 'string')
+    .map((part) => part.text as string)
+    .join('\n')
+
+/**
+ * The conversation as the model sees it: the text of each user and assistant message. Tool parts of
+ * earlier answers are left out, so what the model takes for a tool result always came from a tool.
+ */
+function toModelMessages(body: AgentBody): ModelMessage[] {
+  let bytes = 0
+  const messages: ModelMessage[] = []
+  for (const message of body.messages) {
+    const text = textOf(message.parts)
+    bytes += Buffer.byteLength(text)
+    if (text.trim()) messages.push({ role: message.role, content: text })
+  }
+  if (bytes > MAX_CHAT_TEXT_BYTES) {
+    throw ValidationError.withMessages({
+      messages: [
+        `The messages may not hold more than ${MAX_CHAT_TEXT_BYTES / 1024} kilobytes of text in all.`,
+      ],
+    })
+  }
+  if (messages.at(-1)?.role !== 'user') {
+    throw ValidationError.withMessages({ messages: ['The last message must be a user message with text.'] })
+  }
+  return messages
+}
+
+/**
+ * The three assistant agents: one streamed model call per question, with the agent's tools for
+ * who is asking, recorded in `ai_calls` from start to end whatever happens to it.
+ */
+export function createAgentsService(deps: {
+  model: ConfiguredModel
+  toolbox: Toolbox
+  calls: AiCallRecorder
+  edition: 'standard' | 'pro'
+  timeoutMs: number
+  log: AgentLogger
+}) {
+  const { model, toolbox, calls, log } = deps
+
+  return {
+    /** Checks a request body and turns it into a question; a 422 here comes before any stream starts. */
+    prepare(agent: AgentName, user: UserRow | null, requestId: string, body: AgentBody): AgentQuestion {
+      return { agent, user, requestId, messages: toModelMessages(body) }
+    },
+
+    /** Streams the answer into `sink`, ending with `finish` (after an `error` chunk if it failed). */
+    async answer(question: AgentQuestion, sink: AnswerSink): Promise<void> {
+      const call = await calls.start({
+        userId: question.user?.id ?? null,
+        source: question.agent,
+        model: model.name,
+      })
+      const timeout = AbortSignal.timeout(deps.timeoutMs)
+      const names = toolNamesFor(question.agent, question.user !== null, deps.edition)
+      const tools = toolbox.toolSet(
+        names,
+        { user: question.user, requestId: question.requestId },
+        call.toolCalls,
+      )
+      let usage: Extract<CallEnd, { status: 'completed' }>['usage']
+      let failure: unknown
+      let finished = false
+
+      await sink.write({ type: 'start' })
+      try {
+        const result = streamText({
+          model: model.model,
+          system: AGENT_INSTRUCTIONS[question.agent],
+          messages: question.messages,
+          tools,
+          stopWhen: stepCountIs(MAX_STEPS),
+          abortSignal: AbortSignal.any([sink.signal, timeout]),
+          // A failed call is the user's to retry; retrying here would only make them wait longer.
+          maxRetries: 0,
+          // Failures are recorded and logged below, masked; the SDK would print them whole.
+          onError: () => {},
+        })
+        for await (const part of result.fullStream) {
+          if (part.type === 'finish-step') call.steps++
+          if (part.type === 'finish') {
+            usage = part.totalUsage
+            finished = true
+          }
+          if (part.type === 'error') failure ??= part.error
+          const chunk = toUiChunk(part)
+          if (chunk && !sink.signal.aborted) await sink.write(chunk)
+        }
+      } catch (error) {
+        failure ??= error
+      }
+
+      if (sink.signal.aborted) return call.end({ status: 'aborted', reason: 'The client went away.' })
+      if (failure !== undefined || !finished) {
+        const reason = timeout.aborted ? TIMED_OUT_TEXT : FAILED_TEXT
+        log.warn({ err: failure, aiCallId: call.id, agent: question.agent }, 'AI call failed')
+        await sink.write({ type: 'error', errorText: reason })
+        await sink.write({ type: 'finish' })
+        return call.end({ status: 'failed', reason })
+      }
+      await sink.write({ type: 'finish' })
+      return call.end({ status: 'completed', usage })
+    },
+  }
+}
+
+export type AgentsService = ReturnType<typeof createAgentsService>

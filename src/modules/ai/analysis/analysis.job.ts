@@ -1,0 +1,132 @@
+import { buffer } from 'node:stream/consumers'
+import { generateText, type ImagePart, type TextPart } from 'ai'
+import type { Db } from '../../../db/client.ts'
+import type { ChatAnalysisRow, ChatAttachmentRow } from '../../../db/schema/index.ts'
+import type { Clock } from '../../../lib/clock.ts'
+import type { EventBus } from '../../../lib/events.ts'
+import { describeFailure, type OutboxAttempt } from '../../../lib/outbox/outbox.worker.ts'
+import type { FileStorage } from '../../../lib/storage/storage.ts'
+import type { AppEvents } from '../../../plugins/events.ts'
+import { emitAll, messagePosted } from '../../chat/chat.events.ts'
+import { appendServiceMessage } from '../../chat/messages/append-message.ts'
+import type { AiCallRecorder } from '../calls/ai-call-recorder.ts'
+import type { ConfiguredModel } from '../model.ts'
+import { createAnalysisRepository } from './analysis.repository.ts'
+
+const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp'])
+export const ANALYSIS_FAILED_TEXT =
+  'The AI analysis of this message could not be made. Please ask again later.'
+const FAILED_REASON = 'The model could not be reached or gave no answer.'
+
+const INSTRUCTIONS =
+  'You are a trading analyst answering in a group chat. Analyse the message and any chart images: trend, ' +
+  'levels, patterns and risks, in a few short paragraphs. Say what you cannot tell from what you were given. ' +
+  'This is information, not financial advice.'
+
+export interface AnalysisJobDeps {
+  db: Db
+  clock: Clock
+  appUrl: string
+  events: EventBus<AppEvents>
+  storage: FileStorage
+  model: ConfiguredModel
+  calls: AiCallRecorder
+  timeoutMs: number
+  log: { warn(obj: object, msg: string): void }
+}
+
+/** The model input of a question: its text, then its images as image parts (other files are named only). */
+async function questionContent(
+  storage: FileStorage,
+  body: string,
+  files: ChatAttachmentRow[],
+): Promise<Array<TextPart | ImagePart>> {
+  const images: ImagePart[] = []
+  const others: string[] = []
+  for (const file of files) {
+    const stored = IMAGE_TYPES.has(file.mimeType) ? await storage.open(file.path) : null
+    if (stored) images.push({ type: 'image', image: await buffer(stored.stream), mediaType: file.mimeType })
+    else others.push(file.name)
+  }
+  const note = others.length ? `\n\n(Also attached, not shown: ${others.join(', ')}.)` : ''
+  return [{ type: 'text', text: `${body || '(no text: the images are the question)'}${note}` }, ...images]
+}
+
+/**
+ * The outbox handler of a chat analysis: one model call per try; the answer is posted as an
+ * `assistant` message in the same transaction that marks the analysis completed, under the row's
+ * lock, so a second run (a lease that ran out) can never post a second answer. After the last
+ * failed try a `system` message says so and the analysis is `failed`; the question stays.
+ */
+export function createAnalysisJob(deps: AnalysisJobDeps) {
+  const { db, clock, appUrl, events } = deps
+
+  /** Runs `change` on the analysis if it is still pending, posting `message` to its group. */
+  async function settle(
+    analysis: ChatAnalysisRow,
+    kind: 'assistant' | 'system',
+    body: string,
+  ): Promise<number | null> {
+    const posted = await db.transaction(async (tx) => {
+      const repo = createAnalysisRepository({ db: tx })
+      const current = await repo.find(analysis.id, { lock: true })
+      if (current?.status !== 'pending') return null
+      const at = clock.now()
+      const message = await appendServiceMessage(tx, { groupId: analysis.groupId, kind, body, at }, appUrl)
+      if (!message) return null
+      await repo.finish(analysis.id, {
+        status: kind === 'assistant' ? 'completed' : 'failed',
+        answerMessageId: kind === 'assistant' ? message.id : null,
+        at,
+      })
+      return message
+    })
+    if (posted) emitAll(events, [messagePosted(posted)])
+    return posted?.id ?? null
+  }
+
+  return async function runAnalysis(payload: Record<string, unknown>, attempt: OutboxAttempt): Promise<void> {
+    const repo = createAnalysisRepository({ db })
+    const analysis = await repo.find(Number(payload.analysisId))
+    // Withdrawn (its question was deleted) or already settled by another run: nothing to do.
+    if (analysis?.status !== 'pending') return
+    const question = await repo.question(analysis.questionMessageId)
+    if (!question) return
+
+    const call = await deps.calls.start({
+      userId: question.authorId,
+      source: 'analysis',
+      groupId: analysis.groupId,
+      analysisId: analysis.id,
+      model: deps.model.name,
+    })
+    let text: string
+    let usage: Awaited<ReturnType<typeof generateText>>['totalUsage']
+    try {
+      const result = await generateText({
+        model: deps.model.model,
+        system: INSTRUCTIONS,
+        messages: [
+          { role: 'user', content: await questionContent(deps.storage, question.body, question.files) },
+        ],
+        abortSignal: AbortSignal.timeout(deps.timeoutMs),
+        // The outbox retries, with backoff.
+        maxRetries: 0,
+      })
+      call.steps = result.steps.length
+      text = result.text.trim()
+      usage = result.totalUsage
+      if (!text) throw new Error('the model answered no text')
+    } catch (error) {
+      deps.log.warn(
+        { analysisId: analysis.id, attempt: attempt.number, failure: describeFailure(error) },
+        'chat analysis try failed',
+      )
+      if (attempt.last) await settle(analysis, 'system', ANALYSIS_FAILED_TEXT)
+      await call.end({ status: 'failed', reason: FAILED_REASON, willRetry: !attempt.last })
+      throw error
+    }
+    const messageId = await settle(analysis, 'assistant', text)
+    await call.end({ status: 'completed', usage, messageId })
+  }
+}

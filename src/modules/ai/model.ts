@@ -1,0 +1,27 @@
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
+import type { LanguageModel } from 'ai'
+import type { Config } from '../../config.ts'
+import { createOfflineModel, OFFLINE_MODEL_ID } from './offline-model.ts'
+
+/** The model every AI call uses, and the name its records carry. */
+export interface ConfiguredModel {
+  model: LanguageModel
+  name: string
+}
+
+/** The name AI records carry for the configured model. */
+export const configuredModelName = (config: Config): string => config.ai.model?.name ?? OFFLINE_MODEL_ID
+
+/** The OpenAI-compatible model server AI_BASE_URL names, or the built-in offline model without one. */
+export function configuredModel(config: Config): ConfiguredModel {
+  const server = config.ai.model
+  if (!server) return { model: createOfflineModel(), name: OFFLINE_MODEL_ID }
+  const provider = createOpenAICompatible({
+    name: 'model-server',
+    baseURL: server.baseUrl,
+    apiKey: server.apiKey,
+    // Token counts arrive in the stream's last chunk only when asked for.
+    includeUsage: true,
+  })
+  return { model: provider.chatModel(server.name), name: server.name }
+}
