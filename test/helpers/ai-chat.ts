@@ -68,8 +68,10 @@ export async function askAgent(
     }
   })()
   let message: UIMessage | undefined
-  const read = sdk === 'v5' ? readV5 : readCurrent
-  for await (const snapshot of read({ stream: forMessage as never }) as AsyncIterable<UIMessage>) message = snapshot
+  const snapshots = (
+    sdk === 'v5' ? readV5({ stream: forMessage as never }) : readCurrent({ stream: forMessage as never })
+  ) as AsyncIterable<UIMessage>
+  for await (const snapshot of snapshots) message = snapshot
   await collect
   const text = (message?.parts ?? [])
     .filter((part): part is { type: 'text'; text: string } => part.type === 'text')
