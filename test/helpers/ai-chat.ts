@@ -1,5 +1,9 @@
-import { DefaultChatTransport as CurrentTransport, readUIMessageStream as readCurrent, type UIMessage } from 'ai'
-import { DefaultChatTransport as V5Transport, readUIMessageStream as readV5 } from 'ai5'
+import {
+  DefaultChatTransport as CurrentTransport,
+  readUIMessageStream as readCurrent,
+  type UIMessage,
+} from 'ai'
+import { readUIMessageStream as readV5, DefaultChatTransport as V5Transport } from 'ai5'
 import type { TestClient } from './client.ts'
 
 /** Which client parses the stream: the current `ai`, or ai@5.0.0 with its strict chunk schemas. */
