@@ -1,6 +1,7 @@
 import { type ModelMessage, stepCountIs, streamText } from 'ai'
 import type { UserRow } from '../../../db/schema/index.ts'
 import { ValidationError } from '../../../lib/errors.ts'
+import { describeFailure } from '../../../lib/outbox/outbox.worker.ts'
 import type { AgentBody, AgentName } from '../ai.schemas.ts'
 import { MAX_CHAT_TEXT_BYTES } from '../ai.schemas.ts'
 import type { AiCallRecorder, CallEnd } from '../calls/ai-call-recorder.ts'
@@ -134,7 +135,8 @@ export function createAgentsService(deps: {
       if (sink.signal.aborted) return call.end({ status: 'aborted', reason: 'The client went away.' })
       if (failure !== undefined || !finished) {
         const reason = timeout.aborted ? TIMED_OUT_TEXT : FAILED_TEXT
-        log.warn({ err: failure, aiCallId: call.id, agent: question.agent }, 'AI call failed')
+        // The code and message only: a provider error object also carries the whole prompt.
+        log.warn({ aiCallId: call.id, agent: question.agent, failure: describeFailure(failure) }, 'AI call failed')
         await sink.write({ type: 'error', errorText: reason })
         await sink.write({ type: 'finish' })
         return call.end({ status: 'failed', reason })
