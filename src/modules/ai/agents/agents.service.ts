@@ -88,7 +88,7 @@ export function createAgentsService(deps: {
 
     /** Streams the answer into `sink`, ending with `finish` (after an `error` chunk if it failed). */
     async answer(question: AgentQuestion, sink: AnswerSink): Promise<void> {
-      const call = await calls.start({
+      const call = calls.start({
         userId: question.user?.id ?? null,
         source: question.agent,
         model: model.name,
@@ -132,17 +132,21 @@ export function createAgentsService(deps: {
         failure ??= error
       }
 
-      if (sink.signal.aborted) return call.end({ status: 'aborted', reason: 'The client went away.' })
+      if (sink.signal.aborted) {
+        await call.end({ status: 'aborted', reason: 'The client went away.' })
+        return
+      }
       if (failure !== undefined || !finished) {
         const reason = timeout.aborted ? TIMED_OUT_TEXT : FAILED_TEXT
-        // The code and message only: a provider error object also carries the whole prompt.
-        log.warn({ aiCallId: call.id, agent: question.agent, failure: describeFailure(failure) }, 'AI call failed')
         await sink.write({ type: 'error', errorText: reason })
         await sink.write({ type: 'finish' })
-        return call.end({ status: 'failed', reason })
+        const aiCallId = await call.end({ status: 'failed', reason })
+        // The code and message only: a provider error object also carries the whole prompt.
+        log.warn({ aiCallId, agent: question.agent, failure: describeFailure(failure) }, 'AI call failed')
+        return
       }
       await sink.write({ type: 'finish' })
-      return call.end({ status: 'completed', usage })
+      await call.end({ status: 'completed', usage })
     },
   }
 }

@@ -93,7 +93,7 @@ export function createAnalysisJob(deps: AnalysisJobDeps) {
     const question = await repo.question(analysis.questionMessageId)
     if (!question) return
 
-    const call = await deps.calls.start({
+    const call = deps.calls.start({
       userId: question.authorId,
       source: 'analysis',
       groupId: analysis.groupId,

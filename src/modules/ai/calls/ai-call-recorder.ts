@@ -11,12 +11,12 @@ export type CallEnd =
   | { status: 'completed'; usage: LanguageModelUsage | undefined; messageId?: number | null }
   | { status: 'failed' | 'aborted'; reason: string; willRetry?: boolean }
 
-/** One AI call being made: its row, the tools it ran, and how to close it. */
+/** One AI call being made: its row (being written), the tools it ran, and how to close it. */
 export interface AiCallHandle {
-  id: number
   toolCalls: RecordedToolCall[]
   steps: number
-  end(outcome: CallEnd): Promise<void>
+  /** Records the outcome and emits the event; answers the row's id. */
+  end(outcome: CallEnd): Promise<number>
 }
 
 /**
@@ -34,14 +34,21 @@ export function createAiCallRecorder({
 }) {
   const repo = createAiCallsRepository({ db })
   return {
-    async start(call: Omit<NewAiCall, 'createdAt'>): Promise<AiCallHandle> {
-      const row = await repo.insert({ ...call, createdAt: clock.now() })
+    /**
+     * Starts recording a call. The row is written while the model is already being asked: a
+     * database round trip (a queue of them, under load) is not added to the user's wait for the
+     * first word. `end` waits for it.
+     */
+    start(call: Omit<NewAiCall, 'createdAt'>): AiCallHandle {
+      const inserted = repo.insert({ ...call, createdAt: clock.now() })
+      // Awaited by `end`; until then a failed insert must not count as an unhandled rejection.
+      inserted.catch(() => {})
       const started = performance.now()
       const handle: AiCallHandle = {
-        id: row.id,
         toolCalls: [],
         steps: 0,
         async end(outcome) {
+          const row = await inserted
           const durationMs = Math.round(performance.now() - started)
           const usage = outcome.status === 'completed' ? outcome.usage : undefined
           const inputTokens = usage?.inputTokens ?? 0
@@ -72,6 +79,7 @@ export function createAiCallRecorder({
               willRetry: outcome.willRetry ?? false,
             })
           }
+          return row.id
         },
       }
       return handle
