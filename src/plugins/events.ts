@@ -45,6 +45,8 @@ export interface AppEvents {
     userId: number | null
     groupId: number | null
     agent: string
+    /** `aborted`: the client went away, or a chat analysis's answer was no longer wanted. */
+    status: 'failed' | 'aborted'
     reason: string
     /** A chat analysis try that will be made again: not yet a failure to tell the group about. */
     willRetry: boolean

@@ -38,8 +38,8 @@ export function broadcastChatEvents(app: FastifyInstance): void {
       member_count: e.memberCount,
     }),
   )
-  // A chat analysis's outcome goes to its group; an agent's call (no group) and a try that will be
-  // made again are nobody else's business.
+  // A chat analysis's outcome goes to its group; an agent's call (no group), a try that will be
+  // made again and a call whose answer was no longer wanted are nobody else's business.
   events.on('AiCallCompleted', (e) => {
     if (e.groupId === null) return
     void send([groupChannel(e.groupId)], 'AiCallCompleted', {
@@ -49,7 +49,7 @@ export function broadcastChatEvents(app: FastifyInstance): void {
     })
   })
   events.on('AiCallFailed', (e) => {
-    if (e.groupId === null || e.willRetry) return
+    if (e.groupId === null || e.willRetry || e.status === 'aborted') return
     void send([groupChannel(e.groupId)], 'AiCallFailed', {
       ai_call_id: e.aiCallId,
       group_id: e.groupId,

@@ -8,7 +8,7 @@ import { describeFailure, type OutboxAttempt } from '../../../lib/outbox/outbox.
 import type { FileStorage } from '../../../lib/storage/storage.ts'
 import type { AppEvents } from '../../../plugins/events.ts'
 import { emitAll, messagePosted } from '../../chat/chat.events.ts'
-import { appendServiceMessage } from '../../chat/messages/append-message.ts'
+import { appendMessage, lockGroupForPost } from '../../chat/messages/append-message.ts'
 import type { AiCallRecorder } from '../calls/ai-call-recorder.ts'
 import type { ConfiguredModel } from '../model.ts'
 import { createAnalysisRepository } from './analysis.repository.ts'
@@ -68,12 +68,18 @@ export function createAnalysisJob(deps: AnalysisJobDeps) {
     body: string,
   ): Promise<number | null> {
     const posted = await db.transaction(async (tx) => {
+      // The group first, then the analysis: the order a message or group deletion (whose cascade
+      // reaches the analysis) takes them in, so the two cannot deadlock.
+      if (!(await lockGroupForPost(tx, analysis.groupId))) return null
       const repo = createAnalysisRepository({ db: tx })
       const current = await repo.find(analysis.id, { lock: true })
       if (current?.status !== 'pending') return null
       const at = clock.now()
-      const message = await appendServiceMessage(tx, { groupId: analysis.groupId, kind, body, at }, appUrl)
-      if (!message) return null
+      const message = await appendMessage(
+        tx,
+        { groupId: analysis.groupId, kind, body, author: null, at },
+        appUrl,
+      )
       await repo.finish(analysis.id, {
         status: kind === 'assistant' ? 'completed' : 'failed',
         answerMessageId: kind === 'assistant' ? message.id : null,
@@ -122,11 +128,24 @@ export function createAnalysisJob(deps: AnalysisJobDeps) {
         { analysisId: analysis.id, attempt: attempt.number, failure: describeFailure(error) },
         'chat analysis try failed',
       )
-      if (attempt.last) await settle(analysis, 'system', ANALYSIS_FAILED_TEXT)
-      await call.end({ status: 'failed', reason: FAILED_REASON, willRetry: !attempt.last })
+      try {
+        if (attempt.last) await settle(analysis, 'system', ANALYSIS_FAILED_TEXT)
+      } finally {
+        await call.end({ status: 'failed', reason: FAILED_REASON, willRetry: !attempt.last })
+      }
       throw error
     }
-    const messageId = await settle(analysis, 'assistant', text)
-    await call.end({ status: 'completed', usage, messageId })
+    let messageId: number | null = null
+    try {
+      messageId = await settle(analysis, 'assistant', text)
+    } finally {
+      // No answer posted (the question was deleted meanwhile, or another run answered first): the
+      // call was for nothing, which is an abort, not a completion to announce.
+      await call.end(
+        messageId === null
+          ? { status: 'aborted', reason: 'The question was withdrawn or already answered.' }
+          : { status: 'completed', usage, messageId },
+      )
+    }
   }
 }

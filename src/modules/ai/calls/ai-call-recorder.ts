@@ -75,6 +75,7 @@ export function createAiCallRecorder({
           } else {
             events.emit('AiCallFailed', {
               ...base,
+              status: outcome.status,
               reason: outcome.reason,
               willRetry: outcome.willRetry ?? false,
             })

@@ -37,15 +37,10 @@ export async function appendMessage(tx: Db, input: NewChatMessage, appUrl: strin
 }
 
 /**
- * Posts an assistant or system message to a group from outside a request (the AI analysis job):
- * takes the group row's lock in `tx` as a post does; null when the group is gone.
+ * Takes the group row's lock in `tx`, as a post does, for a writer outside a request (the AI
+ * analysis job) that must lock the group before its own rows, in the order every chat change
+ * does; false when the group is gone.
  */
-export async function appendServiceMessage(
-  tx: Db,
-  input: { groupId: number; kind: Exclude<MessageKind, 'user'>; body: string; at: Date },
-  appUrl: string,
-): Promise<Message | null> {
-  const group = await createGroupsRepository({ db: tx }).find(input.groupId, { lock: true })
-  if (!group) return null
-  return appendMessage(tx, { ...input, author: null }, appUrl)
+export async function lockGroupForPost(tx: Db, groupId: number): Promise<boolean> {
+  return (await createGroupsRepository({ db: tx }).find(groupId, { lock: true })) !== undefined
 }
