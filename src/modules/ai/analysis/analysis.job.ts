@@ -1,5 +1,5 @@
 import { buffer } from 'node:stream/consumers'
-import { generateText, type ImagePart, type TextPart } from 'ai'
+import { type FilePart, generateText, type TextPart } from 'ai'
 import type { Db } from '../../../db/client.ts'
 import type { ChatAnalysisRow, ChatAttachmentRow } from '../../../db/schema/index.ts'
 import type { Clock } from '../../../lib/clock.ts'
@@ -35,17 +35,17 @@ export interface AnalysisJobDeps {
   log: { warn(obj: object, msg: string): void }
 }
 
-/** The model input of a question: its text, then its images as image parts (other files are named only). */
+/** The model input of a question: its text, then its images as file parts (other files are named only). */
 async function questionContent(
   storage: FileStorage,
   body: string,
   files: ChatAttachmentRow[],
-): Promise<Array<TextPart | ImagePart>> {
-  const images: ImagePart[] = []
+): Promise<Array<TextPart | FilePart>> {
+  const images: FilePart[] = []
   const others: string[] = []
   for (const file of files) {
     const stored = IMAGE_TYPES.has(file.mimeType) ? await storage.open(file.path) : null
-    if (stored) images.push({ type: 'image', image: await buffer(stored.stream), mediaType: file.mimeType })
+    if (stored) images.push({ type: 'file', data: await buffer(stored.stream), mediaType: file.mimeType })
     else others.push(file.name)
   }
   const note = others.length ? `\n\n(Also attached, not shown: ${others.join(', ')}.)` : ''

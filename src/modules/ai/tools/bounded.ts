@@ -25,5 +25,18 @@ export function bounded(value: unknown): unknown {
 function capped(value: unknown): unknown {
   if (jsonSize(value) <= MAX_TOOL_RESULT_BYTES) return value ?? null
   const text = JSON.stringify(value)
-  return { truncated: true, text: text.slice(0, MAX_TOOL_RESULT_BYTES - 64) }
+  const cut = (length: number) => {
+    // Never split a surrogate pair: half a character is not text.
+    const end = /[\uD800-\uDBFF]/.test(text.charAt(length - 1)) ? length - 1 : length
+    return { truncated: true, text: text.slice(0, end) }
+  }
+  // The longest cut that still fits once serialised (escapes and multi-byte characters included).
+  let low = 0
+  let high = Math.min(text.length, MAX_TOOL_RESULT_BYTES)
+  while (low < high) {
+    const middle = Math.ceil((low + high) / 2)
+    if (jsonSize(cut(middle)) <= MAX_TOOL_RESULT_BYTES) low = middle
+    else high = middle - 1
+  }
+  return cut(low)
 }
