@@ -63,7 +63,12 @@ export function createAiCallRecorder({
             error: outcome.status === 'completed' ? null : outcome.reason,
             finishedAt: clock.now(),
           })
-          const base = { aiCallId: row.id, userId: row.userId, groupId: row.groupId, agent: row.source }
+          const base = {
+            aiCallId: row.id,
+            userId: call.userId,
+            groupId: call.groupId ?? null,
+            agent: call.source,
+          }
           if (outcome.status === 'completed') {
             events.emit('AiCallCompleted', {
               ...base,

@@ -32,11 +32,11 @@ export interface AiCallOutcome {
 export function createAiCallsRepository({ db }: { db: Db }) {
   return {
     /** A call under way (`streaming`). */
-    async insert(call: NewAiCall): Promise<AiCallRow> {
+    async insert(call: NewAiCall): Promise<{ id: number }> {
       const [row] = await db
         .insert(aiCalls)
         .values({ ...call, status: 'streaming' })
-        .returning()
+        .returning({ id: aiCalls.id })
       if (!row) throw new Error('ai_calls insert returned nothing')
       return row
     },
