@@ -60,7 +60,8 @@ function toModelMessages(body: AgentBody): ModelMessage[] {
       ],
     })
   }
-  if (messages.at(-1)?.role !== 'user') {
+  const last = body.messages.at(-1)
+  if (last?.role !== 'user' || !textOf(last.parts).trim()) {
     throw ValidationError.withMessages({ messages: ['The last message must be a user message with text.'] })
   }
   return messages
