@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
@@ -36,8 +36,11 @@ export interface BenchApp {
   close(): Promise<void>
 }
 
-/** The app on a fresh database `{prefix}_<hex>` of BENCH_DATABASE_URL's server, listening on loopback. */
-export async function startBenchApp(prefix: string): Promise<BenchApp> {
+/**
+ * The app on a fresh database `{prefix}_<hex>` of BENCH_DATABASE_URL's server, listening on loopback;
+ * `env` adds to (or overrides) the environment it is configured with (AI_BASE_URL, for one).
+ */
+export async function startBenchApp(prefix: string, env: Record<string, string> = {}): Promise<BenchApp> {
   const name = `${prefix}_${randomBytes(4).toString('hex')}`
   await onServer(`create database ${name}`)
   const url = new URL(SERVER_URL)
@@ -57,6 +60,7 @@ export async function startBenchApp(prefix: string): Promise<BenchApp> {
         DATA_DIR: dataDir,
         LOG_LEVEL: 'silent',
         DATABASE_URL: databaseUrl,
+        ...env,
       },
       dataDir,
     )
@@ -88,6 +92,112 @@ export const percentile = (sorted: number[], p: number) =>
 
 /** The 1-minute load average, as printed next to each figure. */
 export const load1 = () => os.loadavg()[0]?.toFixed(2) ?? '?'
+
+/** What a figure was measured on: cores, CPU model, node, and the load averages now. */
+export const machine = () => ({
+  cores: os.availableParallelism(),
+  cpu: os.cpus()[0]?.model ?? 'unknown',
+  node: process.version,
+  loadAverage: os.loadavg().map((l) => Number(l.toFixed(2))),
+})
+
+/** Linux's USER_HZ: /proc counts CPU time in hundredths of a second. */
+const TICK_MS = 10
+
+/** CPU time so far (ms): the whole machine's (every core) and each process's, with its command line. */
+export interface CpuSnapshot {
+  at: number
+  /** From /proc/stat; null where there is none (not Linux). */
+  machine: { busyMs: number; totalMs: number } | null
+  processes: Map<number, { ms: number; command: string }>
+}
+
+const readOr = (path: string, fallback: string) => {
+  try {
+    return readFileSync(path, 'utf8')
+  } catch {
+    return fallback
+  }
+}
+
+export function cpuSnapshot(): CpuSnapshot {
+  const at = performance.now()
+  const fields = readOr('/proc/stat', '').split('\n')[0]?.trim().split(/\s+/).slice(1).map(Number) ?? []
+  const machine =
+    fields.length >= 5
+      ? {
+          totalMs: fields.reduce((a, b) => a + b, 0) * TICK_MS,
+          busyMs: (fields.reduce((a, b) => a + b, 0) - (fields[3] ?? 0) - (fields[4] ?? 0)) * TICK_MS, // less idle, iowait
+        }
+      : null
+  const processes = new Map<number, { ms: number; command: string }>()
+  let pids: string[] = []
+  try {
+    pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name))
+  } catch {}
+  for (const pid of pids) {
+    const stat = readOr(`/proc/${pid}/stat`, '')
+    // After "pid (comm) ": state is field 3, utime and stime fields 14 and 15.
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    const ms = (Number(rest[11]) + Number(rest[12])) * TICK_MS
+    if (!Number.isFinite(ms)) continue
+    const command = readOr(`/proc/${pid}/cmdline`, '').replaceAll('\0', ' ').trim()
+    processes.set(Number(pid), { ms, command })
+  }
+  return { at, machine, processes }
+}
+
+/** This process's main thread's CPU time so far (ms; its JavaScript, not GC helpers or libuv's pool), or null. */
+export function mainThreadCpuMs(): number | null {
+  const stat = readOr(`/proc/self/task/${process.pid}/stat`, '')
+  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  const ms = (Number(rest[11]) + Number(rest[12])) * TICK_MS
+  return stat && Number.isFinite(ms) ? ms : null
+}
+
+/**
+ * Where the machine's CPU went between two snapshots: ms for each group (a process counts in the
+ * first whose test it passes; one that started in between counts whole), and `other`, the rest of
+ * the machine's busy time (other processes, the kernel, processes that ended in between).
+ */
+export function cpuBetween(
+  before: CpuSnapshot,
+  after: CpuSnapshot,
+  groups: Record<string, (pid: number, command: string) => boolean>,
+) {
+  const ms: Record<string, number> = Object.fromEntries(Object.keys(groups).map((name) => [name, 0]))
+  for (const [pid, now] of after.processes) {
+    const used = now.ms - (before.processes.get(pid)?.ms ?? 0)
+    const group = Object.entries(groups).find(([, test]) => test(pid, now.command))?.[0]
+    if (group) ms[group] = (ms[group] ?? 0) + used
+  }
+  const machine =
+    after.machine && before.machine
+      ? {
+          busyMs: after.machine.busyMs - before.machine.busyMs,
+          totalMs: after.machine.totalMs - before.machine.totalMs,
+        }
+      : null
+  const grouped = Object.values(ms).reduce((a, b) => a + b, 0)
+  return {
+    wallMs: after.at - before.at,
+    groups: ms,
+    machine,
+    other: machine ? Math.max(0, machine.busyMs - grouped) : null,
+  }
+}
+
+/**
+ * With BENCH_JSON=path set, writes `figures` there as JSON (with the benchmark's name, the time and the
+ * machine) and answers the path; otherwise does nothing.
+ */
+export function writeBenchJson(bench: string, figures: object): string | undefined {
+  const path = process.env.BENCH_JSON
+  if (!path) return undefined
+  const document = { bench, at: new Date().toISOString(), machine: machine(), figures }
+  writeFileSync(path, `${JSON.stringify(document, null, 2)}\n`)
+  return path
+}
 
 export interface RunResult {
   ops: number

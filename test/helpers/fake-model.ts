@@ -23,6 +23,10 @@ export interface ModelRequest {
   /** The connection closed before the whole answer went out (client abort, `cut`, stop()); set when the
    * server sees the close, a moment after the client gave up, so poll for it. */
   aborted: boolean
+  /** `performance.now()` in this process when the first streamed chunk (for a text answer, its first
+   * content) was written to the socket; unset until then, and for answers that are not streamed. Lets a
+   * client in the same process time what lies between the model's first token and its own (bench/ai.ts). */
+  firstChunkAt?: number
 }
 
 export interface ModelToolCall {
@@ -239,6 +243,7 @@ export class FakeModel {
       const choices = [{ index: 0, delta, logprobs: null, finish_reason }]
       const data = JSON.stringify({ ...meta, object: 'chat.completion.chunk', choices, ...extra })
       res.write(`data: ${data}\n\n`)
+      request.firstChunkAt ??= performance.now()
     }
     for (const [i, delta] of deltas.entries()) {
       if (i > 0 && script.gapMs) await pause(res, script.gapMs)

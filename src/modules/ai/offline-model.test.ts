@@ -234,28 +234,28 @@ describe('the offline model without tools (a chat analysis)', () => {
     expect(three.text).toMatch(/this message and 3 images could not be analysed\./)
     // Streamed the same way.
     expect((await stream({ messages: withImages(3) })).text).toBe(three.text)
-    // The (deprecated) image parts the analysis job sends count the same.
-    const imageParts = await generateText({
+    // Read through generateText too, as the analysis job calls it.
+    const generated = await generateText({
       model: createOfflineModel(),
       messages: [
         {
           role: 'user',
           content: [
             { type: 'text', text: 'And these?' },
-            { type: 'image', image: png, mediaType: 'image/png' },
-            { type: 'image', image: png, mediaType: 'image/png' },
+            { type: 'file', data: png, mediaType: 'image/png' },
+            { type: 'file', data: png, mediaType: 'image/png' },
           ],
         },
       ],
     })
-    expect(imageParts.text).toMatch(/this message and 2 images could not be analysed\./)
+    expect(generated.text).toMatch(/this message and 2 images could not be analysed\./)
   })
 
   it('counts only the images of the last user message', async () => {
     const result = await generateText({
       model: createOfflineModel(),
       messages: [
-        { role: 'user', content: [{ type: 'image', image: png, mediaType: 'image/png' }] },
+        { role: 'user', content: [{ type: 'file', data: png, mediaType: 'image/png' }] },
         { role: 'assistant', content: 'Earlier answer.' },
         { role: 'user', content: 'And now without a chart?' },
       ],
