@@ -21,6 +21,7 @@ import emailVerificationRoutes from './modules/email-verification/email-verifica
 import healthRoutes from './modules/health/health.routes.ts'
 import knowledgeBaseRoutes from './modules/knowledge-base/knowledge-base.routes.ts'
 import marketDataRoutes from './modules/market-data/market-data.routes.ts'
+import passwordConfirmationRoutes from './modules/password-confirmation/password-confirmation.routes.ts'
 import passwordResetRoutes from './modules/password-reset/password-reset.routes.ts'
 import profileRoutes from './modules/profile/profile.routes.ts'
 import realtimeRoutes from './modules/realtime/realtime.routes.ts'
@@ -39,6 +40,7 @@ import guardsPlugin from './plugins/guards.ts'
 import mailerPlugin from './plugins/mailer.ts'
 import openapiPlugin from './plugins/openapi.ts'
 import outboxPlugin from './plugins/outbox.ts'
+import passwordConfirmationPlugin from './plugins/password-confirmation.ts'
 import rateLimitPlugin from './plugins/rate-limit.ts'
 import realtimePlugin from './plugins/realtime.ts'
 import redisPlugin from './plugins/redis.ts'
@@ -84,7 +86,11 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       ? { loggerInstance: overrides.loggerInstance }
       : { logger: loggerOptions(config.logLevel) }),
     bodyLimit: 1024 * 1024,
-    routerOptions: { ignoreTrailingSlash: true },
+    // Behind TRUSTED_PROXIES, request.ip (throttles, sessions, tickets) is the client their X-Forwarded-For names.
+    trustProxy: config.trustedProxies.length > 0 ? [...config.trustedProxies] : false,
+    // Path parameters (upstream ids, symbols) may be as long as their schemas allow, 191 characters
+    // (UTF-16 units, after decoding); longer ones name no route: 404.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 191 },
     frameworkErrors: answerRouterError,
     // X-Request-Id from a proxy is kept when it is sane; otherwise each request gets a UUID.
     genReqId: (req) => {
@@ -94,8 +100,11 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
     logController: new LogController({ requestIdLogLabel: 'request_id' }),
     ajv: { customOptions: ajvOptions, plugins: [configureFormats] },
   })
+  // An https APP_URL means browsers must never reach it over plain http again (a year, as is usual).
+  const hsts = config.appUrl.startsWith('https://')
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id)
+    if (hsts) reply.header('strict-transport-security', 'max-age=31536000')
   })
 
   await app.register(errorsPlugin)
@@ -114,6 +123,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   await app.register(upstreamPlugin, { config })
   await app.register(sessionPlugin, { config })
   await app.register(guardsPlugin)
+  await app.register(passwordConfirmationPlugin, { config })
   await app.register(openapiPlugin, { appUrl: config.appUrl })
   await app.register(realtimePlugin, { config })
 
@@ -122,6 +132,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   await app.register(authRoutes, { config })
   await app.register(passwordResetRoutes, { config })
   await app.register(emailVerificationRoutes, { config })
+  await app.register(passwordConfirmationRoutes)
   await app.register(twoFactorRoutes, { config })
   await app.register(profileRoutes, { config })
   await app.register(userDataRoutes)

@@ -1,13 +1,17 @@
+import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { type SQL, sql } from 'drizzle-orm'
+import { eq, type SQL, sql } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { buildTestApp } from '../test/helpers/build-test-app.ts'
 import { type CliEnvironment, createCliEnvironment, projectRoot } from '../test/helpers/cli.ts'
 import { TestClient } from '../test/helpers/client.ts'
+import { createUser, uniqueEmail } from '../test/helpers/factories.ts'
 import { openConfiguredDatabase } from './app.ts'
 import { type Config, loadConfig } from './config.ts'
 import type { Database } from './db/client.ts'
+import { users } from './db/schema/index.ts'
+import { encryptSecret } from './lib/encryption.ts'
 
 const migrationCount = JSON.parse(readFileSync(join(projectRoot, 'drizzle/meta/_journal.json'), 'utf8'))
   .entries.length as number
@@ -171,6 +175,90 @@ describe('cli users:create', () => {
     expect(result.code).toBe(1)
     expect(result.stdout).toBe('')
     expect(result.stderr).toContain("Unknown option '--nope'")
+  })
+})
+
+describe('cli two-factor:clear-unreadable', () => {
+  const sha256 = (code: string) => createHash('sha256').update(code).digest('hex')
+  /** Recovery codes as the service stores them: hashes, plus the list sealed under `appKey`. */
+  const storedCodes = (codes: string[], appKey: string) =>
+    JSON.stringify({ hashes: codes.map(sha256), sealed: encryptSecret(JSON.stringify(codes), appKey) })
+  // What an import of the Laravel original holds: its encrypter's base64 JSON {iv, value, mac, tag}.
+  const laravelSealed = Buffer.from(
+    JSON.stringify({ iv: 'aXY=', value: 'dmFsdWU=', mac: 'm', tag: '' }),
+  ).toString('base64')
+  const OTHER_KEY = `base64:${Buffer.alloc(32, 9).toString('base64')}`
+  const codes = ['AAAAAAAAAA-BBBBBBBBBB', 'CCCCCCCCCC-DDDDDDDDDD']
+  const ids = { readable: 0, imported: 0, rotatedCodes: 0 }
+
+  const twoFactorOf = async (id: number) => {
+    const database = await openConfiguredDatabase(childConfig())
+    try {
+      const [row] = await database.db.select().from(users).where(eq(users.id, id))
+      return (
+        row && {
+          secret: row.twoFactorSecret,
+          codes: row.twoFactorRecoveryCodes,
+          confirmed: row.twoFactorConfirmedAt !== null,
+        }
+      )
+    } finally {
+      await database.close()
+    }
+  }
+
+  beforeAll(async () => {
+    expect((await cli(['migrate'])).code).toBe(0)
+    const database = await openConfiguredDatabase(childConfig())
+    try {
+      const key = childConfig().appKey
+      const secret = encryptSecret('JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP', key)
+      const setUp = async (twoFactorSecret: string, twoFactorRecoveryCodes: string) => {
+        const { user } = await createUser(database.db, { email: uniqueEmail('two-factor') })
+        await database.db
+          .update(users)
+          .set({ twoFactorSecret, twoFactorRecoveryCodes, twoFactorConfirmedAt: new Date() })
+          .where(eq(users.id, user.id))
+        return user.id
+      }
+      ids.readable = await setUp(secret, storedCodes(codes, key))
+      ids.imported = await setUp(laravelSealed, laravelSealed)
+      ids.rotatedCodes = await setUp(secret, storedCodes(codes, OTHER_KEY))
+    } finally {
+      await database.close()
+    }
+  }, 120_000)
+
+  test('--dry-run names the accounts and changes nothing', { timeout: 60_000 }, async () => {
+    const before = await twoFactorOf(ids.imported)
+    const result = await cli(['two-factor:clear-unreadable', '--dry-run'])
+    expect(result).toMatchObject({ code: 0, stderr: '' })
+    expect(result.stdout).toBe(
+      `Unreadable 2FA setups would be cleared: 1 (user ids: ${ids.imported}).\n` +
+        `Unreadable recovery codes would be cleared: 1 (user ids: ${ids.rotatedCodes}).\n`,
+    )
+    expect(await twoFactorOf(ids.imported)).toEqual(before)
+  })
+
+  test('clears what APP_KEY cannot read, keeps what it can; a second run finds nothing', {
+    timeout: 60_000,
+  }, async () => {
+    const readable = await twoFactorOf(ids.readable)
+    const rotated = await twoFactorOf(ids.rotatedCodes)
+    const result = await cli(['two-factor:clear-unreadable'])
+    expect(result).toMatchObject({ code: 0, stderr: '' })
+    expect(result.stdout).toBe(
+      `Unreadable 2FA setups cleared: 1 (user ids: ${ids.imported}).\n` +
+        `Unreadable recovery codes cleared: 1 (user ids: ${ids.rotatedCodes}).\n`,
+    )
+    // The imported setup is gone whole (2FA off until the user enrols again).
+    expect(await twoFactorOf(ids.imported)).toEqual({ secret: null, codes: null, confirmed: false })
+    // Only the unreadable codes went: the secret and 2FA stay on.
+    expect(await twoFactorOf(ids.rotatedCodes)).toEqual({ ...rotated, codes: null })
+    expect(await twoFactorOf(ids.readable)).toEqual(readable)
+
+    const again = await cli(['two-factor:clear-unreadable'])
+    expect(again.stdout).toBe('Unreadable 2FA setups cleared: 0.\nUnreadable recovery codes cleared: 0.\n')
   })
 })
 

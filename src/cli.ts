@@ -18,6 +18,8 @@ Commands:
   key:generate                             print a new APP_KEY
   kb:sync [--dir <folder>]                 sync the knowledge base articles (default content/knowledge-base/)
   outbox:status                            print pending and failed outbox rows (mail waiting or given up)
+  two-factor:clear-unreadable [--dry-run]  clear 2FA secrets and recovery codes APP_KEY cannot read (imported
+                                           from the Laravel original, or after a key rotation)
 `
 
 const checkRegistration = compileValidator(RegisterBody)
@@ -151,6 +153,38 @@ async function outboxStatus(args: string[]): Promise<number> {
   }
 }
 
+/**
+ * After importing users from the Laravel original or rotating APP_KEY: 2FA data this key cannot read
+ * is cleared (a secret takes the whole setup with it, so those users sign in with their password and
+ * enrol again). The ids are printed so they can be told.
+ */
+async function twoFactorClearUnreadable(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    strict: true,
+    allowPositionals: false,
+    options: { 'dry-run': { type: 'boolean', default: false } },
+  })
+  const config = loadConfig()
+  const database = await openDatabase(config)
+  try {
+    await database.migrate()
+    const { createUsersService } = await import('./modules/users/users.service.ts')
+    const { createTwoFactorService } = await import('./modules/two-factor/two-factor.service.ts')
+    const users = createUsersService({ db: database.db, clock: systemClock })
+    const twoFactor = createTwoFactorService({ users, clock: systemClock, appKey: config.appKey })
+    const dryRun = values['dry-run']
+    const { secrets, recoveryCodes } = await twoFactor.clearUnreadable({ dryRun })
+    const verb = dryRun ? 'would be cleared' : 'cleared'
+    const ids = (list: number[]) => (list.length > 0 ? ` (user ids: ${list.join(', ')})` : '')
+    console.log(`Unreadable 2FA setups ${verb}: ${secrets.length}${ids(secrets)}.`)
+    console.log(`Unreadable recovery codes ${verb}: ${recoveryCodes.length}${ids(recoveryCodes)}.`)
+    return 0
+  } finally {
+    await database.close()
+  }
+}
+
 function isParseArgsError(error: unknown): error is Error {
   return error instanceof Error && String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS_')
 }
@@ -161,6 +195,7 @@ const commands: Record<string, (args: string[]) => Promise<number>> = {
   'key:generate': keyGenerate,
   'kb:sync': kbSync,
   'outbox:status': outboxStatus,
+  'two-factor:clear-unreadable': twoFactorClearUnreadable,
 }
 
 async function main([command, ...args]: string[]): Promise<number> {

@@ -175,3 +175,45 @@ describe('loadConfig', () => {
     ).toBe(key)
   })
 })
+
+describe('proxies and https', () => {
+  test('TRUSTED_PROXIES: none by default; addresses, CIDR ranges and proxy-addr names, comma-separated', () => {
+    const cwd = tempCwd()
+    expect(loadConfig({ APP_KEY }, cwd).trustedProxies).toEqual([])
+    const config = loadConfig(
+      { APP_KEY, TRUSTED_PROXIES: ' 10.0.0.1, 10.0.0.0/8,fd00::/8 ,::1,loopback, ' },
+      cwd,
+    )
+    expect(config.trustedProxies).toEqual(['10.0.0.1', '10.0.0.0/8', 'fd00::/8', '::1', 'loopback'])
+  })
+
+  test.each(['10.0.0.300', '10.0.0.0/33', 'fd00::/129', 'proxy.example.com', '10.0.0.0/8/1', '*'])(
+    'TRUSTED_PROXIES=%s is refused with a message naming the variable',
+    (value) => {
+      const error = configError({ APP_KEY, TRUSTED_PROXIES: value })
+      expect(error.problems).toEqual([expect.stringMatching(/^TRUSTED_PROXIES: /)])
+    },
+  )
+
+  test('PROXY_READS_PER_MINUTE: 600 by default, a positive whole number when set', () => {
+    const cwd = tempCwd()
+    expect(loadConfig({ APP_KEY }, cwd).upstream.userReadsPerMinute).toBe(600)
+    expect(loadConfig({ APP_KEY, PROXY_READS_PER_MINUTE: '1200' }, cwd).upstream.userReadsPerMinute).toBe(
+      1200,
+    )
+    for (const value of ['0', '-1', 'many']) {
+      expect(configError({ APP_KEY, PROXY_READS_PER_MINUTE: value }).problems).toEqual([
+        expect.stringMatching(/^PROXY_READS_PER_MINUTE: /),
+      ])
+    }
+  })
+
+  test('cookies are Secure when APP_URL is https, unless SESSION_SECURE_COOKIE says otherwise', () => {
+    const cwd = tempCwd()
+    const secure = (env: Record<string, string>) => loadConfig({ APP_KEY, ...env }, cwd).session.secureCookie
+    expect(secure({ APP_URL: 'https://api.example.com' })).toBe(true)
+    expect(secure({ APP_URL: 'http://localhost:8000' })).toBe(false)
+    expect(secure({ APP_URL: 'http://localhost:8000', SESSION_SECURE_COOKIE: 'true' })).toBe(true)
+    expect(secure({ APP_URL: 'https://api.example.com', SESSION_SECURE_COOKIE: 'false' })).toBe(false)
+  })
+})

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { isIP } from 'node:net'
 import { join, resolve } from 'node:path'
 import { parse as parseDotenv } from 'dotenv'
 import { type Static, Type } from 'typebox'
@@ -19,6 +20,7 @@ const Env = Type.Object({
   FRONTEND_URL: Type.Optional(Type.String()),
   SESSION_LIFETIME: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
   SESSION_SECURE_COOKIE: Type.Optional(Type.String({ pattern: '^(true|false|1|0|)$' })),
+  TRUSTED_PROXIES: Type.Optional(Type.String({ maxLength: 4096 })),
   MAIL_URL: Type.Optional(Type.String({ pattern: '^smtps?://' })),
   MAIL_FROM: Type.Optional(Type.String({ minLength: 3 })),
   LOG_LEVEL: Type.Optional(Type.String({ pattern: '^(fatal|error|warn|info|debug|trace|silent)$' })),
@@ -26,9 +28,11 @@ const Env = Type.Object({
   UPSTREAM_API_TOKEN: Type.Optional(Type.String({ minLength: 1 })),
   UPSTREAM_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
   UPSTREAM_SIM_PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
+  PROXY_READS_PER_MINUTE: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
   CACHE_TTL_SECONDS: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$' })),
   CACHE_MAX_MB: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
   HOLD_DEFAULT_CREDITS: Type.Optional(Type.String({ pattern: '^[0-9]{1,9}(\\.[0-9]{1,4})?$' })),
+  PASSWORD_TIMEOUT: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
   STRIPE_SECRET_KEY: Type.Optional(Type.String({ minLength: 1 })),
   STRIPE_WEBHOOK_SECRET: Type.Optional(Type.String({ minLength: 1 })),
   STRIPE_API_BASE: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$' })),
@@ -62,7 +66,13 @@ export interface Config {
   /** Put before every key and pub/sub channel, so services sharing a Redis server stay apart. */
   readonly redisPrefix: string
   readonly frontendOrigins: readonly string[]
+  /** Secure cookies: SESSION_SECURE_COOKIE when set, else whether APP_URL is https. */
   readonly session: { readonly lifetimeMinutes: number; readonly secureCookie: boolean }
+  /**
+   * The load balancers whose X-Forwarded-For (and -Proto, -Host) is believed: addresses, CIDR ranges,
+   * or proxy-addr's `loopback`, `linklocal`, `uniquelocal`. Empty: the peer address is the client.
+   */
+  readonly trustedProxies: readonly string[]
   readonly mail: { readonly url: string | undefined; readonly from: string }
   readonly logLevel: string
   readonly upstream: {
@@ -71,9 +81,13 @@ export interface Config {
     readonly token: string
     readonly timeoutMs: number
     readonly simulatorPort: number
+    /** Proxied reads one user may make a minute, cached or not (PROXY_READS_PER_MINUTE). */
+    readonly userReadsPerMinute: number
   }
   readonly cache: { readonly ttlSeconds: number; readonly maxBytes: number }
   readonly credits: { readonly holdDefault: string }
+  /** How long a password confirmation (POST /api/user/confirm-password) lets sensitive actions through. */
+  readonly passwordTimeoutSeconds: number
   readonly stripe: {
     readonly secretKey: string | undefined
     readonly webhookSecret: string | undefined
@@ -140,6 +154,29 @@ function parseOrigins(value: string | undefined, problems: string[]): string[] {
   return origins
 }
 
+const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal'])
+
+/** TRUSTED_PROXIES: comma-separated addresses, CIDR ranges (10.0.0.0/8, fd00::/8) or proxy-addr's names. */
+function parseTrustedProxies(value: string | undefined, problems: string[]): string[] {
+  if (!value) return []
+  const proxies: string[] = []
+  for (const raw of value.split(',')) {
+    const item = raw.trim()
+    if (!item) continue
+    const [address = '', prefix, extra] = item.split('/')
+    const family = isIP(address)
+    const prefixOk =
+      prefix === undefined || (/^[0-9]{1,3}$/.test(prefix) && Number(prefix) <= (family === 6 ? 128 : 32))
+    if (PROXY_RANGE_NAMES.has(item) || (family !== 0 && prefixOk && extra === undefined)) proxies.push(item)
+    else {
+      problems.push(
+        `TRUSTED_PROXIES: "${item}" is not an IP address, a CIDR range such as 10.0.0.0/8, or loopback/linklocal/uniquelocal`,
+      )
+    }
+  }
+  return proxies
+}
+
 /** APP_KEY outside production: generated once, then read back from DATA_DIR so sessions survive restarts. */
 function localAppKey(dataDir: string): string {
   const file = join(dataDir, 'app-key')
@@ -184,6 +221,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
   const port = Number(env.PORT ?? 8000)
   if (port < 0 || port > 65535) problems.push('PORT: must be a port number from 0 to 65535')
   const frontendOrigins = parseOrigins(env.FRONTEND_URL, problems)
+  const trustedProxies = parseTrustedProxies(env.TRUSTED_PROXIES, problems)
   if (nodeEnv === 'production' && !env.APP_KEY) {
     problems.push(
       'APP_KEY: required when NODE_ENV=production (generate one with `npm run cli -- key:generate`)',
@@ -212,11 +250,12 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
   if (problems.length > 0) throw new ConfigError(problems)
 
   const dataDir = resolve(cwd, env.DATA_DIR ?? 'storage')
+  const appUrl = (env.APP_URL ?? `http://localhost:${port}`).replace(/\/+$/, '')
   return Object.freeze({
     env: nodeEnv,
     host: env.HOST ?? '127.0.0.1',
     port,
-    appUrl: (env.APP_URL ?? `http://localhost:${port}`).replace(/\/+$/, ''),
+    appUrl,
     appKey: env.APP_KEY ?? localAppKey(dataDir),
     dataDir,
     databaseUrl: env.DATABASE_URL,
@@ -225,8 +264,12 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
     frontendOrigins: Object.freeze(frontendOrigins),
     session: Object.freeze({
       lifetimeMinutes: Number(env.SESSION_LIFETIME ?? 120),
-      secureCookie: env.SESSION_SECURE_COOKIE === 'true' || env.SESSION_SECURE_COOKIE === '1',
+      secureCookie:
+        env.SESSION_SECURE_COOKIE === undefined
+          ? appUrl.startsWith('https://')
+          : env.SESSION_SECURE_COOKIE === 'true' || env.SESSION_SECURE_COOKIE === '1',
     }),
+    trustedProxies: Object.freeze(trustedProxies),
     mail: Object.freeze({ url: env.MAIL_URL, from: env.MAIL_FROM ?? 'Trading App <no-reply@localhost>' }),
     logLevel: env.LOG_LEVEL ?? (nodeEnv === 'test' ? 'silent' : 'info'),
     upstream: Object.freeze({
@@ -234,12 +277,14 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
       token: env.UPSTREAM_API_TOKEN ?? '',
       timeoutMs: Number(env.UPSTREAM_TIMEOUT_MS ?? 10_000),
       simulatorPort: Number(env.UPSTREAM_SIM_PORT ?? 8100),
+      userReadsPerMinute: Number(env.PROXY_READS_PER_MINUTE ?? 600),
     }),
     cache: Object.freeze({
       ttlSeconds: Number(env.CACHE_TTL_SECONDS ?? 60),
       maxBytes: Number(env.CACHE_MAX_MB ?? 64) * 1024 * 1024,
     }),
     credits: Object.freeze({ holdDefault: env.HOLD_DEFAULT_CREDITS ?? '1' }),
+    passwordTimeoutSeconds: Number(env.PASSWORD_TIMEOUT ?? 10_800),
     stripe: Object.freeze({
       secretKey: env.STRIPE_SECRET_KEY,
       webhookSecret: env.STRIPE_WEBHOOK_SECRET,

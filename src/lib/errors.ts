@@ -29,5 +29,7 @@ export const forbidden = (message = 'This action is unauthorized.') => new HttpE
 export const notFound = (message = 'Not Found') => new HttpError(404, message)
 export const csrfMismatch = () => new HttpError(419, 'CSRF token mismatch.')
 export const emailNotVerified = () => new HttpError(403, 'Your email address is not verified.')
+/** Laravel's RequirePassword middleware, to a JSON client: the password was not confirmed lately. */
+export const passwordConfirmationRequired = () => new HttpError(423, 'Password confirmation required.')
 export const tooManyAttempts = (headers: Record<string, string>) =>
   new HttpError(429, 'Too Many Attempts.', headers)

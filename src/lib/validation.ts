@@ -157,3 +157,17 @@ export function summarizeErrors(errors: FieldErrors): string {
   const more = messages.length - 1
   return more === 0 ? first : `${first} (and ${more} more ${more === 1 ? 'error' : 'errors'})`
 }
+
+/**
+ * A body field as validation will see it, for code that runs before validation (throttle keys):
+ * a string, or a number or boolean as Ajv's coercion turns it into one, or a one-item array of
+ * those (coerceTypes: 'array'); anything else (an object, say `{"toString": 1}`) is '', so the
+ * request goes on to its 422 instead of failing where the key is built.
+ */
+export function bodyText(body: unknown, field: string): string {
+  if (!body || typeof body !== 'object' || !Object.hasOwn(body, field)) return ''
+  let value = (body as Record<string, unknown>)[field]
+  if (Array.isArray(value) && value.length === 1) value = value[0]
+  if (typeof value === 'string') return value
+  return typeof value === 'number' || typeof value === 'boolean' ? String(value) : ''
+}

@@ -8,7 +8,9 @@ import { ValidationError } from '../lib/errors.ts'
  * missing field is reported as required rather than the whole body as invalid.
  */
 async function bodyPlugin(app: FastifyInstance) {
-  const parseJson = app.getDefaultJsonParser('error', 'error')
+  // Prototype keys are let through the parser and refused below with a 422 naming them, as they
+  // are in form and multipart bodies (JSON.parse makes `__proto__` an own key, never the prototype).
+  const parseJson = app.getDefaultJsonParser('ignore', 'ignore')
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = body.toString()
@@ -17,9 +19,11 @@ async function bodyPlugin(app: FastifyInstance) {
   })
   await app.register(formbody)
 
+  // Before the guards and validation: a reserved key never reaches a handler, an upstream body or a
+  // jsonb column, whatever the route does with its body.
   app.addHook('preValidation', async (request: FastifyRequest) => {
     if (request.body == null && request.routeOptions.schema?.body) request.body = {}
-    else request.body = trimStrings(request.body)
+    else request.body = trimStrings(refuseReservedKeys(plainForm(request.body)))
   })
 
   // PostgreSQL cannot store U+0000 in text: refused as a field error rather than a 500 at the query.
@@ -49,32 +53,68 @@ function refuseNulBytes(withNul: string[]): void {
 
 /**
  * What the hooks above do to a JSON or form body, for fields a route reads itself (multipart form
- * fields): strings trimmed, a NUL byte a 422 on its field.
+ * fields): a reserved key a 422, strings trimmed, a NUL byte a 422 on its field.
  */
 export function cleanFields<T>(fields: T): T {
-  const cleaned = trimStrings(fields) as T
+  const cleaned = trimStrings(refuseReservedKeys(fields)) as T
   refuseNulBytes(nulFields(cleaned))
   return cleaned
+}
+
+/**
+ * Keys that reach Object.prototype through an assignment or a merge (`target[key] = value`), and
+ * that no field of this API is named: refused at any depth, in every kind of body.
+ */
+const RESERVED_KEYS = new Set(['__proto__', 'constructor', 'prototype'])
+// Enough to say what is wrong; a body made of nothing else does not get an answer as large.
+const MAX_RESERVED_REPORTED = 10
+
+function refuseReservedKeys<T>(value: T): T {
+  const found: string[] = []
+  for (const { key, path } of entriesIn(value)) {
+    // Only the outermost: what a refused key holds is not looked at (`constructor.prototype`).
+    if (!RESERVED_KEYS.has(key) || found.some((outer) => path.startsWith(`${outer}.`))) continue
+    found.push(path)
+    if (found.length === MAX_RESERVED_REPORTED) break
+  }
+  if (found.length === 0) return value
+  // fromEntries defines each key, so `__proto__` is a field of the bag, not its prototype.
+  throw ValidationError.withMessages(
+    Object.fromEntries(found.map((path) => [path, [`The ${path} field is prohibited.`]])),
+  )
 }
 
 // Laravel's TrimStrings middleware: input strings are trimmed, passwords are kept as typed.
 const UNTRIMMED = new Set(['password', 'password_confirmation', 'current_password'])
 
-// JSON bodies are plain objects; form bodies (querystring.parse) have no prototype at all.
+// JSON bodies are plain objects; form bodies (fast-querystring) inherit from a prototype-less object.
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (!value || typeof value !== 'object') return false
   const proto = Object.getPrototypeOf(value)
   return proto === Object.prototype || proto === null
 }
 
+/**
+ * A form body as a plain object, as a JSON body is: the parser's objects lack Object.prototype's
+ * methods, which code handed a body may call (`String(body)`, `body.hasOwnProperty`).
+ */
+function plainForm(body: unknown): unknown {
+  if (!body || typeof body !== 'object' || Array.isArray(body) || isPlainObject(body)) return body
+  const proto = Object.getPrototypeOf(body)
+  // Spread defines each own key, so even a `__proto__` field stays a field (and is refused next).
+  return Object.getPrototypeOf(proto) === null ? { ...body } : body
+}
+
 type Container = Record<string, unknown> | unknown[]
 const isContainer = (value: unknown): value is Container => Array.isArray(value) || isPlainObject(value)
 
 /**
- * Every string inside `value` with its dotted key, visited with a stack rather than recursion, so a
+ * Every member inside `value` with its dotted key, visited with a stack rather than recursion, so a
  * body nested thousands of levels deep cannot exhaust the call stack.
  */
-function* stringsIn(value: unknown): Generator<{ container: Container; key: string; path: string }> {
+function* entriesIn(
+  value: unknown,
+): Generator<{ container: Container; key: string; path: string; child: unknown }> {
   const stack: { container: Container; path: string }[] = isContainer(value)
     ? [{ container: value, path: '' }]
     : []
@@ -82,10 +122,14 @@ function* stringsIn(value: unknown): Generator<{ container: Container; key: stri
     const { container, path } = item
     for (const [key, child] of Object.entries(container)) {
       const childPath = path ? `${path}.${key}` : key
-      if (typeof child === 'string') yield { container, key, path: childPath }
-      else if (isContainer(child)) stack.push({ container: child, path: childPath })
+      yield { container, key, path: childPath, child }
+      if (isContainer(child)) stack.push({ container: child, path: childPath })
     }
   }
+}
+
+function* stringsIn(value: unknown): Generator<{ container: Container; key: string; path: string }> {
+  for (const entry of entriesIn(value)) if (typeof entry.child === 'string') yield entry
 }
 
 function trimStrings(value: unknown): unknown {

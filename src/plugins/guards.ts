@@ -38,6 +38,8 @@ declare module 'fastify' {
     /** `false` exempts a mutation from the CSRF check (contact form, payment webhook). */
     csrf?: false
     throttle?: ThrottleRule
+    /** `true` answers `Cache-Control: no-store`: secrets (2FA setup, recovery codes) and the user. */
+    noStore?: true
   }
 }
 
@@ -95,7 +97,8 @@ async function guardsPlugin(app: FastifyInstance) {
 
   app.addHook('preValidation', async (request: FastifyRequest, reply: FastifyReply) => {
     if (request.is404) return
-    const { auth, csrf, throttle } = request.routeOptions.config
+    const { auth, csrf, throttle, noStore } = request.routeOptions.config
+    if (noStore) reply.header('cache-control', 'no-store')
     if (MUTATIONS.has(request.method) && csrf !== false) {
       const expected = request.session?.row.payload.csrfToken
       const presented = presentedCsrfToken(request)

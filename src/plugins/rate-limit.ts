@@ -2,14 +2,30 @@ import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { unixSeconds } from '../lib/clock.ts'
-import { tooManyAttempts } from '../lib/errors.ts'
+import { type HttpError, tooManyAttempts } from '../lib/errors.ts'
 import { createMemoryRateLimitStore } from '../lib/rate-limit/memory.ts'
 import { createRedisRateLimitStore } from '../lib/rate-limit/redis.ts'
+import type { RateLimitWindow } from '../lib/rate-limit/store.ts'
 import type { ThrottleRule } from './guards.ts'
 
+/** Counters a route keeps by itself (failures only, lockouts), under `name`; keys are hashed as the rules' are. */
+export interface RateLimitCounters {
+  hit(name: string, key: string, decaySeconds: number): Promise<RateLimitWindow>
+  peek(name: string, key: string): Promise<RateLimitWindow | null>
+  clear(name: string, key: string): Promise<void>
+}
+
 export interface RateLimiter {
-  /** Counts the attempt; past the limit throws Laravel's 429, otherwise sets the X-RateLimit headers. */
-  enforce(rule: ThrottleRule, request: FastifyRequest, reply: FastifyReply): Promise<void>
+  /**
+   * Counts the attempt; past the limit throws Laravel's 429, otherwise sets the X-RateLimit headers
+   * (when given the reply: a second rule of a route leaves the first one's headers alone).
+   */
+  enforce(rule: ThrottleRule, request: FastifyRequest, reply?: FastifyReply): Promise<void>
+  /** Gives back the attempt `enforce` counted, for a rule that counts failures only (a login that succeeded). */
+  refund(rule: ThrottleRule, request: FastifyRequest): Promise<void>
+  /** Laravel's 429 for a limit of `max` whose window ends at `resetAt` (unix seconds), with Retry-After. */
+  tooManyAttempts(max: number, resetAt: number): HttpError
+  readonly counters: RateLimitCounters
 }
 
 declare module 'fastify' {
@@ -23,21 +39,29 @@ async function rateLimitPlugin(app: FastifyInstance) {
     ? createRedisRateLimitStore(app.redis, app.clock)
     : createMemoryRateLimitStore(app.clock)
 
+  // Keys hold emails and addresses: hashed, they are short and reveal nothing in Redis.
+  const storeKey = (name: string, key: string) => `${name}:${createHash('sha1').update(key).digest('hex')}`
+  const refusal = (max: number, resetAt: number) =>
+    tooManyAttempts({
+      'retry-after': String(Math.max(1, resetAt - unixSeconds(app.clock))),
+      'x-ratelimit-limit': String(max),
+      'x-ratelimit-remaining': '0',
+      'x-ratelimit-reset': String(resetAt),
+    })
+
   app.decorate('rateLimiter', {
     async enforce(rule, request, reply) {
-      // Keys hold emails and addresses: hashed, they are short and reveal nothing in Redis.
-      const key = `${rule.name}:${createHash('sha1').update(rule.key(request)).digest('hex')}`
-      const { attempts, resetAt } = await store.hit(key, rule.decaySeconds)
-      if (attempts > rule.max) {
-        throw tooManyAttempts({
-          'retry-after': String(Math.max(1, resetAt - unixSeconds(app.clock))),
-          'x-ratelimit-limit': String(rule.max),
-          'x-ratelimit-remaining': '0',
-          'x-ratelimit-reset': String(resetAt),
-        })
-      }
-      reply.header('x-ratelimit-limit', String(rule.max))
-      reply.header('x-ratelimit-remaining', String(rule.max - attempts))
+      const { attempts, resetAt } = await store.hit(storeKey(rule.name, rule.key(request)), rule.decaySeconds)
+      if (attempts > rule.max) throw refusal(rule.max, resetAt)
+      reply?.header('x-ratelimit-limit', String(rule.max))
+      reply?.header('x-ratelimit-remaining', String(rule.max - attempts))
+    },
+    refund: (rule, request) => store.refund(storeKey(rule.name, rule.key(request))),
+    tooManyAttempts: refusal,
+    counters: {
+      hit: (name, key, decaySeconds) => store.hit(storeKey(name, key), decaySeconds),
+      peek: (name, key) => store.peek(storeKey(name, key)),
+      clear: (name, key) => store.clear(storeKey(name, key)),
     },
   } satisfies RateLimiter)
 }

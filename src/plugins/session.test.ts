@@ -8,7 +8,8 @@ import { minutes } from '../../test/helpers/clock.ts'
 import { signedInClient } from '../../test/helpers/factories.ts'
 import { SmtpSink } from '../../test/helpers/smtp-sink.ts'
 import { sharedDatabase } from '../../test/helpers/test-database.ts'
-import { users } from '../db/schema/index.ts'
+import { sessions, users } from '../db/schema/index.ts'
+import { unixSeconds } from '../lib/clock.ts'
 import { SESSION_CACHE_TTL_MS } from '../lib/session-cache.ts'
 
 // Each test first reads /api/user, so its session sits in the instance's short session cache; the
@@ -178,5 +179,37 @@ describe.each(redisUrl ? ['redis'] : [])('session cache, two instances sharing %
     const { client: admin } = await signedInClient(a, { isAdmin: true, verified: true })
     expect((await admin.post(`/api/user/block-unblock/${me.data.id}`, {})).status).toBe(200)
     expect(await within(HOP_MS, async () => (await onB.get('/api/user')).status === 401)).toBe(true)
+  })
+})
+
+describe('the sweep of idle sessions', () => {
+  it('deletes sessions idle past the lifetime in the background once the app is up, with no request', async () => {
+    const a = await buildTestApp()
+    try {
+      const now = unixSeconds(a.clock)
+      const id = () => randomBytes(32).toString('hex')
+      const [idle, live] = [id(), id()]
+      const row = (sessionId: string, idleMinutes: number) => ({
+        id: sessionId,
+        userId: null,
+        ipAddress: null,
+        userAgent: null,
+        payload: { csrfToken: 'token' },
+        lastActivity: now - idleMinutes * 60,
+      })
+      // Stored behind A's back, after its own start: nobody asks for them.
+      await a.database.db.insert(sessions).values([row(idle, 121), row(live, 119)])
+      const stored = async (sessionId: string) =>
+        (await a.database.db.select().from(sessions).where(eq(sessions.id, sessionId))).length === 1
+      const b = await buildTestApp({ database: sharedDatabase(a.database) })
+      try {
+        expect(await within(5_000, async () => !(await stored(idle)))).toBe(true)
+        expect(await stored(live)).toBe(true)
+      } finally {
+        await b.close()
+      }
+    } finally {
+      await a.close()
+    }
   })
 })

@@ -15,6 +15,9 @@ import {
 
 export const SESSION_COOKIE = 'app_session'
 export const XSRF_COOKIE = 'XSRF-TOKEN'
+const PUBLIC_CACHING = /(^|,)\s*public\s*(,|=|$)/i
+/** How often idle sessions are deleted, in the background (and once when the app is ready). */
+export const SESSION_SWEEP_EVERY_MS = 10 * 60_000
 
 /** What handlers do with the current request's session; the cookies follow in the response. */
 export interface SessionControl {
@@ -31,6 +34,8 @@ export interface SessionControl {
   restartAsGuest(request: FastifyRequest, payload: Omit<SessionPayload, 'csrfToken'>): Promise<void>
   /** Ends every session of a user (password reset, block, deletion), but the request's own when given. */
   endSessionsOf(userId: number, except?: FastifyRequest): Promise<void>
+  /** Stores `changes` in the request's session payload (a password confirmation), for its next requests. */
+  updatePayload(request: FastifyRequest, changes: Omit<Partial<SessionPayload>, 'csrfToken'>): Promise<void>
 }
 
 declare module 'fastify' {
@@ -60,7 +65,26 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     return fanOut.publish({ users: [userId] })
   }
   const stopListening = userChanges.on('changed', (userId) => void forgetUser(userId))
+  // Sessions idle past the lifetime are deleted by a timer, never by the request that happens to run
+  // it (Laravel's lottery made one request in fifty pay for the whole table). Every instance sweeps;
+  // the delete is the same whoever runs it.
+  let sweeping: Promise<void> | null = null
+  const sweep = () => {
+    sweeping ??= sessions
+      .sweepIdle()
+      .catch((error: unknown) => app.log.warn({ err: error }, 'sessions: the sweep of idle sessions failed'))
+      .finally(() => {
+        sweeping = null
+      })
+  }
+  let sweeper: NodeJS.Timeout | undefined
+  app.addHook('onReady', async () => {
+    sweep()
+    sweeper = setInterval(sweep, SESSION_SWEEP_EVERY_MS).unref()
+  })
   app.addHook('onClose', async () => {
+    clearInterval(sweeper)
+    await sweeping
     stopListening()
     await fanOut.close()
   })
@@ -102,6 +126,11 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     async endSessionsOf(userId, except) {
       await sessions.destroyForUser(userId, except?.session ?? undefined)
       await forgetUser(userId)
+    },
+    async updatePayload(request, changes) {
+      if (!request.session) return
+      await sessions.updatePayload(request.session, changes)
+      await forgetSession(request.session)
     },
   }
 
@@ -157,6 +186,11 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     return lines
   }
   app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply) => {
+    // A shared cache may hand a `public` answer to anyone: it carries no one's cookie, nor clears one.
+    if (PUBLIC_CACHING.test(String(reply.getHeader('cache-control') ?? ''))) {
+      reply.removeHeader('set-cookie')
+      return
+    }
     if (request.session) {
       // Appended to whatever Set-Cookie lines the route wrote (fastify copies the array).
       reply.header('set-cookie', setCookieLines(request.session, app.clock.now().getTime() + maxAge * 1000))

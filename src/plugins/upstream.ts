@@ -6,11 +6,17 @@ import {
   createUpstreamClient,
   type UpstreamClient,
 } from '../lib/upstream/client.ts'
+import type { ThrottleRule } from './guards.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** The one keep-alive client to the upstream trading-data API; failures throw UpstreamError (500 `{error}`). */
     upstream: UpstreamClient
+    /**
+     * The per-user limit on proxied reads (PROXY_READS_PER_MINUTE), so that one session cannot spend
+     * the upstream quota every user shares by varying ids, symbols and pages past the cache.
+     */
+    upstreamReadThrottle: ThrottleRule
   }
 }
 
@@ -27,6 +33,12 @@ async function upstreamPlugin(app: FastifyInstance, options: { config: Config; c
         })
       : createUnconfiguredUpstreamClient())
   app.decorate('upstream', client)
+  app.decorate('upstreamReadThrottle', {
+    name: 'upstream-reads',
+    max: options.config.upstream.userReadsPerMinute,
+    decaySeconds: 60,
+    key: (request) => String(request.user?.id),
+  } satisfies ThrottleRule)
   app.addHook('onClose', async () => client.close())
 }
 

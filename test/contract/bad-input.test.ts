@@ -59,7 +59,9 @@ describe('bad input to every operation of the OpenAPI document', () => {
     for (const op of operations) expect(cases.some((c) => c.operation === op.id)).toBe(true)
     expect([...kindsOf(cases, 'POST /api/register')].sort()).toEqual([
       'body',
+      'form',
       'missing',
+      'multipart',
       'nul',
       'oversized',
       'wrong-type',
@@ -72,6 +74,19 @@ describe('bad input to every operation of the OpenAPI document', () => {
     ])
     expect(register.find((c) => c.label === 'email = an object')?.invalid).toBe(true)
     expect(register.find((c) => c.label === 'password = 100k characters')?.invalid).toBe(true)
+    for (const kind of ['body', 'form', 'multipart'] as const) {
+      const prototypeKeys = register.filter(
+        (c) => c.kind === kind && /(carries|named) (__proto__|constructor|prototype)$/.test(c.label),
+      )
+      expect(
+        prototypeKeys.map((c) => c.invalid),
+        kind,
+      ).toEqual([true, true, true])
+    }
+    // Every operation with a body is also sent as a form and as multipart.
+    for (const op of operations.filter((o) => o.body)) {
+      expect([...kindsOf(cases, op.id)], op.id).toEqual(expect.arrayContaining(['form', 'multipart']))
+    }
   })
 
   it(
@@ -91,6 +106,18 @@ describe('bad input to every operation of the OpenAPI document', () => {
       const validated = signIn.filter((a) => a.case.kind === 'missing' || a.case.kind === 'wrong-type')
       expect(validated.length).toBeGreaterThan(5)
       expect(validated.filter((a) => a.status !== 422).map((a) => `${a.case.label}: ${a.status}`)).toEqual([])
+      // A prototype key is a 422 whether the body is JSON, a form or (where taken) multipart.
+      const prototypeKeys = result.answers.filter(
+        (a) =>
+          /(carries|named) (__proto__|constructor|prototype)$/.test(a.case.label) &&
+          (a.case.kind !== 'multipart' || a.case.operation === 'POST /api/message'),
+      )
+      expect(prototypeKeys.length).toBeGreaterThan(100)
+      expect(
+        prototypeKeys
+          .filter((a) => a.status !== 422)
+          .map((a) => `${a.case.operation} ${a.case.label}: ${a.status}`),
+      ).toEqual([])
     },
     WALK_TIMEOUT,
   )
@@ -107,6 +134,14 @@ describe('bad input to every operation of the OpenAPI document', () => {
         (a) => a.case.operation === 'POST /api/register' && a.case.label === 'name with a NUL byte',
       )
       expect(nul?.status).toBe(422)
+      // So is one in a form, which is read as JSON is.
+      const formNul = result.answers.find(
+        (a) =>
+          a.case.operation === 'POST /api/register' &&
+          a.case.kind === 'form' &&
+          a.case.label === 'name with a NUL byte',
+      )
+      expect(formNul?.status).toBe(422)
     },
     WALK_TIMEOUT,
   )
@@ -140,7 +175,7 @@ describe('the walker itself, on test-only routes', () => {
           },
           async () => ({ ok: true }),
         )
-        // Broken on purpose: trusts its path parameter (Fastify's router refuses params over 100 characters).
+        // Broken on purpose: trusts its path parameter (the router refuses params over 191 characters).
         app.get('/test/walker-broken/:slug', async (request) => {
           const { slug } = request.params as { slug: string }
           if (slug.length > 20) throw new Error('trusted the path')
@@ -169,7 +204,17 @@ describe('the walker itself, on test-only routes', () => {
   afterAll(() => t?.close())
 
   it('derives body, query and path cases, and a route that validates them passes', async () => {
-    const kinds: CaseKind[] = ['body', 'missing', 'nul', 'oversized', 'path', 'query', 'wrong-type']
+    const kinds: CaseKind[] = [
+      'body',
+      'form',
+      'missing',
+      'multipart',
+      'nul',
+      'oversized',
+      'path',
+      'query',
+      'wrong-type',
+    ]
     expect([...kindsOf(cases, 'POST /test/walker/{id}')].sort()).toEqual(kinds)
     const mine = cases.filter((c) => c.operation === 'POST /test/walker/{id}')
     const labels = (kind: CaseKind) => mine.filter((c) => c.kind === kind && c.invalid).map((c) => c.label)

@@ -5,6 +5,7 @@ import { ajvOptions, configureFormats } from '../../src/lib/validation.ts'
 import type { TestApp } from './build-test-app.ts'
 import type { ClientResponse, TestClient } from './client.ts'
 import { signedInClient } from './factories.ts'
+import { type FormPairs, formEncoded, multipartForm, type RawBody } from './forms.ts'
 import { fillOpenApiPath } from './routes.ts'
 
 /**
@@ -31,7 +32,18 @@ export interface Operation {
   params: Parameter[]
 }
 
-export type CaseKind = 'wrong-type' | 'missing' | 'oversized' | 'nul' | 'body' | 'query' | 'path'
+export type CaseKind =
+  | 'wrong-type'
+  | 'missing'
+  | 'oversized'
+  | 'nul'
+  | 'body'
+  | 'query'
+  | 'path'
+  /** The body form-encoded, as an HTML form posts it. */
+  | 'form'
+  /** The body as multipart/form-data, as FormData sends it. */
+  | 'multipart'
 
 export interface BadInputCase {
   operation: string
@@ -331,6 +343,34 @@ function accepts(check: ValidateFunction, value: unknown): boolean {
   return check(structuredClone(value)) === true
 }
 
+// Keys that reach Object.prototype through a careless assignment or merge; refused in every body.
+const PROTOTYPE_KEYS = ['__proto__', 'constructor', 'prototype'] as const
+
+// `String(value)` throws on it: neither toString nor valueOf is a function.
+const CRAFTED_OBJECT = { toString: 1, valueOf: 1 }
+const CRAFTED_LABEL = 'an object whose toString is no function'
+
+/** A JSON value as form fields, the way PHP's forms nest them (`a[b]=1`, `list[0]=x`). */
+function formPairs(value: unknown, prefix = ''): [string, string][] {
+  if (value === null || value === undefined) return prefix ? [[prefix, '']] : []
+  if (typeof value !== 'object') return prefix ? [[prefix, String(value)]] : []
+  const entries = Array.isArray(value)
+    ? value.map((item, i) => [String(i), item] as const)
+    : Object.entries(value)
+  return entries.flatMap(([key, child]) => formPairs(child, prefix ? `${prefix}[${key}]` : key))
+}
+
+/** Form fields as the server reads them: strings, a repeated name an array of them. */
+function parseForm(pairs: FormPairs): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {}
+  for (const [key, value] of pairs) {
+    const seen = Object.hasOwn(out, key) ? out[key] : undefined
+    const next = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value]
+    Object.defineProperty(out, key, { value: next, enumerable: true, writable: true, configurable: true })
+  }
+  return out
+}
+
 /** Every malformed request derived from one operation's schemas. */
 export function badInputCases(op: Operation): BadInputCase[] {
   const ajv = classifier()
@@ -373,6 +413,10 @@ export function badInputCases(op: Operation): BadInputCase[] {
         const json = withField(baseBody(), schema, field.path, value)
         if (bodyInvalid(json)) add('wrong-type', `${name} = ${label}`, true, { json })
       }
+      // Whether or not the schema takes an object here, code that reads the body before validation
+      // (throttle keys) or after it (free JSON) must not try to make a string of it.
+      const crafted = withField(baseBody(), schema, field.path, CRAFTED_OBJECT)
+      add('wrong-type', `${name} = ${CRAFTED_LABEL}`, bodyInvalid(crafted), { json: crafted })
       if (field.required) {
         const json = withField(baseBody(), schema, field.path, undefined, true)
         add('missing', `${name} left out`, bodyInvalid(json), { json })
@@ -397,8 +441,16 @@ export function badInputCases(op: Operation): BadInputCase[] {
     add('body', 'the body is malformed JSON', true, {
       raw: { payload: '{"broken": ', contentType: 'application/json' },
     })
-    add('body', 'the body carries __proto__', true, {
-      raw: { payload: '{"__proto__": {"is_admin": true}}', contentType: 'application/json' },
+    for (const key of PROTOTYPE_KEYS) {
+      // Beside an otherwise valid body, so nothing but the key is wrong with it.
+      const members = JSON.stringify(baseBody() ?? {}).slice(1)
+      const sample = members.startsWith('"') ? `,${members}` : '}'
+      add('body', `the body carries ${key}`, true, {
+        raw: { payload: `{"${key}": {"is_admin": true}${sample}`, contentType: 'application/json' },
+      })
+    }
+    add('body', 'the body carries constructor.prototype', true, {
+      raw: { payload: '{"constructor": {"prototype": {"is_admin": true}}}', contentType: 'application/json' },
     })
     add('body', 'the body is XML', true, {
       raw: { payload: '<user><name>x</name></user>', contentType: 'application/xml' },
@@ -410,6 +462,31 @@ export function badInputCases(op: Operation): BadInputCase[] {
       ...(baseBody() as object),
       walker_extra: DEEP,
     })
+  }
+
+  if (op.body && bodyCheck) {
+    // The same operation as an HTML form and as FormData would send it: every value a string.
+    const pairsInvalid = (pairs: FormPairs) => !accepts(bodyCheck, parseForm(pairs))
+    const encodings: [CaseKind, (pairs: FormPairs) => RawBody][] = [
+      ['form', formEncoded],
+      ['multipart', multipartForm],
+    ]
+    const base = baseBody()
+    const topLevel = objectShape(op.body)?.properties ?? {}
+    for (const [kind, encode] of encodings) {
+      const send = (label: string, pairs: FormPairs, invalid = pairsInvalid(pairs)) =>
+        add(kind, label, invalid, { raw: encode(pairs) })
+      const basePairs = formPairs(base)
+      send('the body', basePairs)
+      for (const key of PROTOTYPE_KEYS) send(`a field named ${key}`, [...basePairs, [key, 'x']], true)
+      for (const [name, sub] of Object.entries<JsonSchema>(topLevel)) {
+        const others = basePairs.filter(([key]) => key !== name && !key.startsWith(`${name}[`))
+        send(`${name} = a word`, [...others, [name, 'not-a-valid-value']])
+        if (typesOf(sub).has('string') || typesOf(sub).size === 0) {
+          send(`${name} with a NUL byte`, [...others, [name, `walker\u0000${hex()}`]])
+        }
+      }
+    }
   }
 
   const body = baseBody()

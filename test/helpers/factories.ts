@@ -61,3 +61,12 @@ export async function grantCredits(db: Db, userId: number, amount: string | numb
     ledger.append(tx, { userId, amount: String(amount), kind: 'admin_adjustment', reason: 'test grant' }),
   )
 }
+
+/**
+ * Confirms the password on the client's session (POST /api/user/confirm-password), as the app does
+ * before a sensitive action (2FA settings and codes, an email change) that answered 423.
+ */
+export async function confirmPassword(client: TestClient, password: string): Promise<void> {
+  const res = await client.post('/api/user/confirm-password', { password })
+  if (res.status !== 201) throw new Error(`password confirmation failed: ${res.status} ${res.text}`)
+}

@@ -6,6 +6,8 @@ export interface SessionPayload {
   csrfToken: string
   /** A right password awaiting its second factor; `startedAt` (unix seconds) lets it expire. */
   pendingLogin?: { userId: number; remember: boolean; startedAt: number }
+  /** When (unix seconds) the signed-in user last confirmed the password (Fortify's password.confirm). */
+  passwordConfirmedAt?: number
 }
 
 /** Laravel's database session table; `id` holds the SHA-256 of the cookie value, never the value itself. */

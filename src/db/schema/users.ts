@@ -7,6 +7,8 @@ export const users = pgTable(
     id: bigint('id', { mode: 'number' }).primaryKey().generatedByDefaultAsIdentity(),
     name: varchar('name', { length: 255 }).notNull(),
     email: varchar('email', { length: 255 }).notNull(),
+    // A new address asked for on the profile: `email` (sign-in, password reset) until this one is verified.
+    pendingEmail: varchar('pending_email', { length: 255 }),
     emailVerifiedAt: timestamp('email_verified_at', { withTimezone: true, precision: 6 }),
     password: text('password').notNull(),
     isAdmin: boolean('is_admin').notNull().default(false),

@@ -57,6 +57,31 @@ describe.each(drivers)('rate-limit store: %s', (_name, makeStore) => {
     expect((await store.hit('c', 60)).attempts).toBe(1)
   })
 
+  it('peeks at a window without counting, and answers null for a key never hit', async () => {
+    const clock = createTestClock()
+    const store = makeStore(clock)
+    expect(await store.peek('p')).toBeNull()
+    const { resetAt } = await store.hit('p', 60)
+    await store.hit('p', 60)
+    expect(await store.peek('p')).toEqual({ attempts: 2, resetAt })
+    expect(await store.peek('p')).toEqual({ attempts: 2, resetAt })
+    expect((await store.hit('p', 60)).attempts).toBe(3)
+  })
+
+  it('refunds one attempt of the current window, never below 0, and starts none', async () => {
+    const store = makeStore(createTestClock())
+    await store.hit('r', 60)
+    await store.hit('r', 60)
+    await store.refund('r')
+    expect((await store.peek('r'))?.attempts).toBe(1)
+    await store.refund('r')
+    await store.refund('r')
+    expect((await store.peek('r'))?.attempts).toBe(0)
+    expect((await store.hit('r', 60)).attempts).toBe(1)
+    await store.refund('never-hit')
+    expect(await store.peek('never-hit')).toBeNull()
+  })
+
   it('counts concurrent hits exactly', async () => {
     const store = makeStore(createTestClock())
     const results = await Promise.all(Array.from({ length: 50 }, () => store.hit('burst', 60)))
@@ -74,6 +99,15 @@ describe('memory store windows', () => {
     await store.hit('k', 60)
     clock.advance(60_000)
     expect((await store.hit('k', 60)).attempts).toBe(1)
+  })
+
+  it('peeks and refunds nothing once the window has passed', async () => {
+    const clock = createTestClock()
+    const store = createMemoryRateLimitStore(clock)
+    await store.hit('k', 60)
+    clock.advance(60_000)
+    await store.refund('k')
+    expect(await store.peek('k')).toBeNull()
   })
 })
 

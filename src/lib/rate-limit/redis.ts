@@ -12,18 +12,40 @@ if ttl < 0 then
 end
 return {attempts, ttl}`
 
+// The count and what is left of its window, read together.
+const PEEK_SCRIPT = `
+local attempts = redis.call('GET', KEYS[1])
+if not attempts then return false end
+return {tonumber(attempts), redis.call('TTL', KEYS[1])}`
+
+// A window that has passed stays gone; one at 0 stays at 0.
+const REFUND_SCRIPT = `
+local attempts = tonumber(redis.call('GET', KEYS[1]) or '0')
+if attempts > 0 then redis.call('DECR', KEYS[1]) end
+return attempts`
+
 /** Counters in Redis, shared by every instance behind the load balancer. */
 export function createRedisRateLimitStore(redis: Redis, clock: Clock): RateLimitStore {
+  const redisKey = (key: string) => `ratelimit:${key}`
   return {
     async hit(key, decaySeconds) {
-      const [attempts, ttl] = (await redis.eval(HIT_SCRIPT, 1, `ratelimit:${key}`, decaySeconds)) as [
+      const [attempts, ttl] = (await redis.eval(HIT_SCRIPT, 1, redisKey(key), decaySeconds)) as [
         number,
         number,
       ]
       return { attempts, resetAt: unixSeconds(clock) + ttl }
     },
+    async peek(key) {
+      const found = (await redis.eval(PEEK_SCRIPT, 1, redisKey(key))) as [number, number] | null
+      if (!found) return null
+      const [attempts, ttl] = found
+      return { attempts, resetAt: unixSeconds(clock) + Math.max(ttl, 0) }
+    },
+    async refund(key) {
+      await redis.eval(REFUND_SCRIPT, 1, redisKey(key))
+    },
     async clear(key) {
-      await redis.del(`ratelimit:${key}`)
+      await redis.del(redisKey(key))
     },
   }
 }

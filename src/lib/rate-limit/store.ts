@@ -1,6 +1,16 @@
+/** A window's count: the attempts so far and when the window ends (unix seconds). */
+export interface RateLimitWindow {
+  attempts: number
+  resetAt: number
+}
+
 /** A fixed-window counter: each hit counts one attempt in the key's current window. */
 export interface RateLimitStore {
   /** Counts one attempt; answers the attempts in the window so far and when the window ends (unix s). */
-  hit(key: string, decaySeconds: number): Promise<{ attempts: number; resetAt: number }>
+  hit(key: string, decaySeconds: number): Promise<RateLimitWindow>
+  /** The key's current window without counting anything; null when it has none (never hit, or passed). */
+  peek(key: string): Promise<RateLimitWindow | null>
+  /** Takes one attempt back from the key's current window (never below 0); nothing when it has none. */
+  refund(key: string): Promise<void>
   clear(key: string): Promise<void>
 }

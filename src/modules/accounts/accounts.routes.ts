@@ -37,6 +37,7 @@ export default async function accountsPlugin(app: FastifyInstance, { config }: {
     upstream: app.upstream,
     cache: app.cache,
     ttlSeconds: config.cache.ttlSeconds,
+    appUrl: config.appUrl,
   })
   registerProxyRoutes(app, proxy, accountRoutes)
 }

@@ -43,6 +43,7 @@ export default async function aiRoutes(fastify: FastifyInstance, { config }: { c
     upstream: app.upstream,
     cache: app.cache,
     ttlSeconds: config.cache.ttlSeconds,
+    appUrl: config.appUrl,
   })
   const call = proxyCaller(proxy)
   const toolbox = createToolbox(

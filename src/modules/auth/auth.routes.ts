@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
 import type { Config } from '../../config.ts'
 import { commonErrorResponses } from '../../lib/http-schemas.ts'
+import { bodyText } from '../../lib/validation.ts'
 import { signedInUser, type ThrottleRule } from '../../plugins/guards.ts'
 import { createLedgerService } from '../credits/ledger.service.ts'
 import { createEmailVerificationService } from '../email-verification/email-verification.service.ts'
@@ -17,10 +18,34 @@ const loginThrottle: ThrottleRule = {
   name: 'login',
   max: 5,
   decaySeconds: 60,
-  key: (request) => {
-    const email = (request.body as { email?: unknown } | undefined)?.email
-    return `${String(email ?? '').toLowerCase()}|${request.ip}`
-  },
+  // Read before validation: a crafted email (an object, say) counts as none and goes on to its 422.
+  key: (request) => `${bodyText(request.body, 'email').toLowerCase()}|${request.ip}`,
+}
+
+// Password spraying: one address trying a few passwords on many emails. Counted per address once the
+// body is valid; a login that succeeds gives its attempt back, so only failures add up.
+const loginFailuresThrottle: ThrottleRule = {
+  name: 'login-failures',
+  max: 50,
+  decaySeconds: 600,
+  key: (request) => request.ip,
+}
+
+// Every attempt counts, per address: 30 accounts in 10 minutes is more than any office signs up.
+const registerThrottle: ThrottleRule = {
+  name: 'register',
+  max: 30,
+  decaySeconds: 600,
+  key: (request) => request.ip,
+}
+
+// Each call without a session stores a new one: per address, far above what browsers behind one
+// address start (each opens one, then keeps its cookie).
+const guestSessionThrottle: ThrottleRule = {
+  name: 'guest-sessions',
+  max: 1500,
+  decaySeconds: 600,
+  key: (request) => request.ip,
 }
 
 const NoContent = { 204: Type.Null({ description: 'No Content' }) }
@@ -35,13 +60,17 @@ export default async function authRoutes(fastify: FastifyInstance, { config }: {
   const tags = ['auth']
 
   app.get('/guard/csrf-cookie', { schema: { tags, response: NoContent } }, async (request, reply) => {
+    if (!request.session) await app.rateLimiter.enforce(guestSessionThrottle, request, reply)
     await app.sessionControl.ensure(request)
     return reply.code(204).send(null)
   })
 
   app.post(
     '/api/register',
-    { schema: { tags, body: RegisterBody, response: { 201: UserResponse, ...commonErrorResponses } } },
+    {
+      config: { throttle: registerThrottle },
+      schema: { tags, body: RegisterBody, response: { 201: UserResponse, ...commonErrorResponses } },
+    },
     async (request, reply) => {
       const user = await auth.register(request.body)
       await app.sessionControl.signIn(request, user)
@@ -59,7 +88,9 @@ export default async function authRoutes(fastify: FastifyInstance, { config }: {
       schema: { tags, body: LoginBody, response: { 200: LoginResponse, ...commonErrorResponses } },
     },
     async (request) => {
+      await app.rateLimiter.enforce(loginFailuresThrottle, request)
       const user = await auth.attemptLogin(request.body)
+      await app.rateLimiter.refund(loginFailuresThrottle, request)
       const pendingLogin = auth.pendingTwoFactorLogin(user, request.body.remember ?? false)
       if (pendingLogin) {
         // A fresh guest session holds it, so a planted session cookie cannot be used for the challenge.
@@ -83,7 +114,7 @@ export default async function authRoutes(fastify: FastifyInstance, { config }: {
   app.get(
     '/api/user',
     {
-      config: { auth: 'session' },
+      config: { auth: 'session', noStore: true },
       schema: { tags, response: { 200: UserResponse, ...commonErrorResponses } },
     },
     async (request) => {

@@ -62,6 +62,7 @@ export default async function conditionsPlugin(app: FastifyInstance, { config }:
     upstream: app.upstream,
     cache: app.cache,
     ttlSeconds: config.cache.ttlSeconds,
+    appUrl: config.appUrl,
   })
   registerProxyRoutes(app, proxy, conditionRoutes)
 }

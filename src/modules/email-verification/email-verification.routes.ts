@@ -1,6 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from '../../config.ts'
+import { forbidden } from '../../lib/errors.ts'
 import { commonErrorResponses, MessageResponse } from '../../lib/http-schemas.ts'
 import { signedInUser, type ThrottleRule } from '../../plugins/guards.ts'
 import { createUsersService } from '../users/users.service.ts'
@@ -29,6 +30,11 @@ export default async function emailVerificationRoutes(
   app.get(
     '/api/email/verify',
     {
+      // Laravel's `signed` middleware runs before validation: a link without a signature is a 403.
+      preValidation: async (request) => {
+        const { signature } = request.query as { signature?: unknown }
+        if (typeof signature !== 'string' || signature === '') throw forbidden('Invalid signature.')
+      },
       schema: {
         tags,
         querystring: VerifyEmailQuery,

@@ -179,15 +179,32 @@ describe('the verification mail sent at registration', () => {
 })
 
 describe('GET /api/email/verify input', () => {
-  it('answers 422 in Laravel shape without the link parameters or with wrongly typed ones', async () => {
+  it("answers 403 for a link without a signature, as Laravel's signed middleware does, and verifies nobody", async () => {
+    const { client, link } = await register()
+    const unsigned = new URL(link)
+    unsigned.searchParams.delete('signature')
+    const anonymous = new TestClient(t.baseUrl)
+    for (const path of [
+      `${unsigned.pathname}${unsigned.search}`,
+      `${withParam(link, 'signature', '').pathname}${withParam(link, 'signature', '').search}`,
+      '/api/email/verify',
+      '/api/email/verify?id=abc',
+    ]) {
+      const res = await anonymous.get(path)
+      expect(res.status, path).toBe(403)
+      expect(res.data, path).toEqual({ message: 'Invalid signature.' })
+    }
+    expect((await client.get('/api/user')).data.email_verified_at).toBeNull()
+  })
+
+  it('answers 422 in Laravel shape for a signed link without the other parameters or with wrongly typed ones', async () => {
     const client = new TestClient(t.baseUrl)
-    const missing = await client.get('/api/email/verify')
+    const missing = await client.get('/api/email/verify?signature=abc')
     expect(missing.status).toBe(422)
     expect(missing.data.errors).toEqual({
       id: ['The id field is required.'],
       hash: ['The hash field is required.'],
       expires: ['The expires field is required.'],
-      signature: ['The signature field is required.'],
     })
     const typed = await client.get(
       `/api/email/verify?id=abc&hash=${'h'.repeat(129)}&expires=soon&signature=x`,

@@ -98,6 +98,7 @@ export default async function marketDataPlugin(app: FastifyInstance, { config }:
     upstream: app.upstream,
     cache: app.cache,
     ttlSeconds: config.cache.ttlSeconds,
+    appUrl: config.appUrl,
   })
   registerProxyRoutes(app, proxy, marketDataRoutes)
 }

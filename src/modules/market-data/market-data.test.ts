@@ -63,7 +63,7 @@ describe('markets, tickers, calendar and analysis', () => {
 describe('news', () => {
   const page = (name: string) => ({
     data: [{ id: 1, title: `${name} item` }],
-    links: { first: 'http://up/news?page=1', next: null },
+    links: { first: null, next: null },
     meta: { current_page: 2, per_page: 10, total: 11 },
   })
 
@@ -77,6 +77,88 @@ describe('news', () => {
       expect(fake.calls.map((c) => c.url)).toEqual([`/${name}?page=2&per_page=10`])
     },
   )
+
+  it.each(['news', 'popular-news', 'crypto-news'])(
+    "GET /api/%s points every page link at this API's URL, never at the upstream",
+    async (name) => {
+      // As the upstream's Laravel paginator writes them: its own host, plus anything it appends.
+      const up = (query: string) => `${fake.url}/v2/${name}?${query}`
+      fake.on('GET', `/${name}`, {
+        body: {
+          data: [{ id: 7, url: 'https://news.example/story-7' }],
+          links: { first: up('per_page=5&page=1'), last: up('per_page=5&page=4'), prev: null, next: 'junk' },
+          meta: {
+            current_page: 1,
+            from: 1,
+            last_page: 4,
+            links: [
+              { url: null, label: '&laquo; Previous', page: null, active: false },
+              { url: up('per_page=5&page=1&api_token=secret'), label: '1', page: 1, active: true },
+              { url: null, label: '...', active: false },
+              { url: '/relative?page=4', label: '4', page: 4, active: false },
+            ],
+            path: `${fake.url}/v2/${name}`,
+            per_page: 5,
+            to: 5,
+            total: 20,
+            next_page_url: up('page=2'),
+            mirror: '//cdn.upstream.example/page',
+          },
+          debug: { upstream: fake.url },
+        },
+      })
+      const res = await client.get(`/api/${name}?per_page=5&page=${name.length}`)
+      expect(res.status).toBe(200)
+      const own = `${t.config.appUrl}/api/${name}`
+      expect(res.data).toEqual({
+        data: [{ id: 7, url: 'https://news.example/story-7' }],
+        links: {
+          first: `${own}?per_page=5&page=1`,
+          last: `${own}?per_page=5&page=4`,
+          prev: null,
+          next: null,
+        },
+        meta: {
+          current_page: 1,
+          from: 1,
+          last_page: 4,
+          links: [
+            { url: null, label: '&laquo; Previous', page: null, active: false },
+            { url: `${own}?per_page=5&page=1`, label: '1', page: 1, active: true },
+            { url: null, label: '...', active: false },
+            { url: `${own}?page=4`, label: '4', page: 4, active: false },
+          ],
+          path: own,
+          per_page: 5,
+          to: 5,
+          total: 20,
+          next_page_url: `${own}?page=2`,
+          mirror: own,
+        },
+      })
+      expect(res.text).not.toContain(fake.url.replace('http://', ''))
+      expect(res.text).not.toContain('secret')
+      // Cached as rewritten: the next reader gets the same links from the cache.
+      const again = await client.get(`/api/${name}?page=${name.length}&per_page=5`)
+      expect(again.headers.get('x-cache')).toBe('HIT')
+      expect(again.data).toEqual(res.data)
+    },
+  )
+
+  it("rewrites the simulator's own pages: every URL in the answer is this API's", async () => {
+    fake.reset() // the simulator answers, as the real upstream would
+    const res = await client.get('/api/popular-news?page=2&per_page=7')
+    expect(res.status).toBe(200)
+    const own = `${t.config.appUrl}/api/popular-news`
+    const urls = [
+      ...Object.values(res.data.links),
+      res.data.meta.path,
+      ...res.data.meta.links.map((link: { url: string | null }) => link.url),
+    ].filter((url) => url !== null)
+    expect(urls.length).toBeGreaterThan(5)
+    for (const url of urls) expect(url).toMatch(new RegExp(`^${own.replace(/[.?/]/g, '\\$&')}(\\?|$)`))
+    expect(res.data.links.next).toBe(`${own}?per_page=7&page=3`)
+  })
 
   it.each([
     ['page=0', { page: ['The page field must be at least 1.'] }],

@@ -2,6 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from '../../config.ts'
 import { commonErrorResponses, MessageResponse } from '../../lib/http-schemas.ts'
+import { bodyText } from '../../lib/validation.ts'
 import type { ThrottleRule } from '../../plugins/guards.ts'
 import { createUsersService } from '../users/users.service.ts'
 import { ForgotPasswordBody, ResetPasswordBody } from './password-reset.schemas.ts'
@@ -13,12 +14,8 @@ const forgotThrottle: ThrottleRule = {
   name: 'password-email',
   max: 6,
   decaySeconds: 60,
-  key: (request) => {
-    const email = (request.body as { email?: unknown } | undefined)?.email
-    return String(email ?? '')
-      .trim()
-      .toLowerCase()
-  },
+  // Read before validation: a crafted email (an object, say) counts as none and goes on to its 422.
+  key: (request) => bodyText(request.body, 'email').trim().toLowerCase(),
 }
 
 /** Fortify's forgot-password and reset-password, under the spec's paths. */

@@ -2,8 +2,8 @@ import { eq } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../../test/helpers/client.ts'
-import { signedInClient } from '../../../test/helpers/factories.ts'
-import { sessions, userData, users } from '../../db/schema/index.ts'
+import { createUser, signedInClient } from '../../../test/helpers/factories.ts'
+import { sessions, type UserRow, userData, users } from '../../db/schema/index.ts'
 
 let t: TestApp
 beforeAll(async () => {
@@ -147,5 +147,61 @@ describe('DELETE /api/user-profile', () => {
     const again = await client.post('/api/register', { name: 'Back', email: user.email, password })
     expect(again.status).toBe(201)
     expect(again.data.id).not.toBe(user.id)
+  })
+})
+
+describe('DELETE /api/user-profile by an admin', () => {
+  // A database of its own: "the last admin" means no other test's admins may be in it.
+  let t: TestApp
+  /** The one admin who can sign in, whichever that is after each test. */
+  let lastAdmin: { client: TestClient; user: UserRow; password: string }
+  beforeAll(async () => {
+    t = await buildTestApp()
+    lastAdmin = await signedInClient(t, { isAdmin: true })
+  })
+  afterAll(() => t?.close())
+
+  const LAST_ADMIN = { message: 'The last administrator cannot delete their own account.' }
+  const activeAdmins = async () =>
+    (await t.database.db.select().from(users).where(eq(users.isAdmin, true))).filter((u) => !u.blockedAt)
+
+  it('refuses the last admin who can sign in with a 403, deleting nothing (a blocked admin does not count)', async () => {
+    await createUser(t.database.db, { isAdmin: true, blocked: true })
+    const res = await lastAdmin.client.delete('/api/user-profile', { password: lastAdmin.password })
+    expect(res.status).toBe(403)
+    expect(res.data).toEqual(LAST_ADMIN)
+    expect((await activeAdmins()).map((u) => u.id)).toEqual([lastAdmin.user.id])
+    expect((await lastAdmin.client.get('/api/users')).status).toBe(200)
+    // A wrong password is still the 422 it always was.
+    expect((await lastAdmin.client.delete('/api/user-profile', { password: 'nope' })).status).toBe(422)
+  })
+
+  it('lets an admin go while another remains, who then is the last', async () => {
+    const second = await signedInClient(t, { isAdmin: true })
+    const res = await lastAdmin.client.delete('/api/user-profile', { password: lastAdmin.password })
+    expect(res.status).toBe(200)
+    expect((await activeAdmins()).map((u) => u.id)).toEqual([second.user.id])
+    lastAdmin = second
+    const refused = await second.client.delete('/api/user-profile', { password: second.password })
+    expect(refused.status).toBe(403)
+    expect(refused.data).toEqual(LAST_ADMIN)
+  })
+
+  it('leaves one admin, never none, when the last two delete their accounts at once', async () => {
+    const other = await signedInClient(t, { isAdmin: true })
+    const both = [lastAdmin, other]
+    const answers = await Promise.all(
+      both.map(({ client, password }) => client.delete('/api/user-profile', { password })),
+    )
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 403])
+    const remaining = await activeAdmins()
+    expect(remaining).toHaveLength(1)
+    lastAdmin = both.find((admin) => admin.user.id === remaining[0]?.id) ?? lastAdmin
+  })
+
+  it('deletes a plain user as before, whatever the admins', async () => {
+    const { client, user, password } = await signedInClient(t)
+    expect((await client.delete('/api/user-profile', { password })).status).toBe(200)
+    expect((await t.database.db.select().from(users).where(eq(users.id, user.id))).length).toBe(0)
   })
 })

@@ -9,6 +9,7 @@ import { createEmailVerificationService } from '../email-verification/email-veri
 import { presentUser } from '../users/users.presenters.ts'
 import { UserResponse } from '../users/users.schemas.ts'
 import { createUsersService } from '../users/users.service.ts'
+import { currentPasswordThrottle } from '../users/users.throttles.ts'
 import browserSessionsRoutes from './browser-sessions/browser-sessions.routes.ts'
 import profilePhotosRoutes from './photos/profile-photos.routes.ts'
 import { createProfilePhotosService } from './photos/profile-photos.service.ts'
@@ -47,7 +48,9 @@ export default async function profileRoutes(fastify: FastifyInstance, { config }
     '/api/user-profile/profile-information',
     { config: auth, schema: { tags, body: ProfileInformationBody, response: userResponse } },
     async (request) => {
-      const user = await profile.updateProfile(signedInUser(request), request.body)
+      const user = await profile.updateProfile(signedInUser(request), request.body, {
+        passwordConfirmed: app.passwordConfirmation.isRecent(request),
+      })
       return presentUser(user, { appUrl: config.appUrl, credits: await ledger.summary(user.id) })
     },
   )
@@ -56,14 +59,19 @@ export default async function profileRoutes(fastify: FastifyInstance, { config }
     '/api/user-profile/profile',
     { config: auth, schema: { tags, body: ProfileBody, response: userResponse } },
     async (request) => {
-      const user = await profile.updateProfile(signedInUser(request), request.body)
+      const user = await profile.updateProfile(signedInUser(request), request.body, {
+        passwordConfirmed: app.passwordConfirmation.isRecent(request),
+      })
       return presentUser(user, { appUrl: config.appUrl, credits: await ledger.summary(user.id) })
     },
   )
 
   app.put(
     '/api/user-profile/password',
-    { config: auth, schema: { tags, body: UpdatePasswordBody, response: messageResponse } },
+    {
+      config: { ...auth, throttle: currentPasswordThrottle },
+      schema: { tags, body: UpdatePasswordBody, response: messageResponse },
+    },
     async (request) => {
       const user = signedInUser(request)
       await profile.updatePassword(user, request.body)
@@ -75,7 +83,10 @@ export default async function profileRoutes(fastify: FastifyInstance, { config }
 
   app.delete(
     '/api/user-profile',
-    { config: auth, schema: { tags, body: PasswordConfirmationBody, response: messageResponse } },
+    {
+      config: { ...auth, throttle: currentPasswordThrottle },
+      schema: { tags, body: PasswordConfirmationBody, response: messageResponse },
+    },
     async (request) => {
       await profile.deleteAccount(signedInUser(request), request.body.password)
       // The sessions went with the account; this client gets a fresh guest one, as after logout.

@@ -1,8 +1,9 @@
 import type { Db } from '../../db/client.ts'
 import type { UserRow } from '../../db/schema/index.ts'
 import type { Clock } from '../../lib/clock.ts'
-import { unauthenticated, ValidationError } from '../../lib/errors.ts'
+import { passwordConfirmationRequired, unauthenticated, ValidationError } from '../../lib/errors.ts'
 import type { FieldErrors } from '../../lib/validation.ts'
+import { refuseToDeleteLastAdmin } from '../admin/users/admin-users.service.ts'
 import type { EmailVerificationService } from '../email-verification/email-verification.service.ts'
 import { createUsersService, type UsersService } from '../users/users.service.ts'
 import type { ProfilePhotosService } from './photos/profile-photos.service.ts'
@@ -26,16 +27,27 @@ export function createProfileService(deps: {
 
   return {
     /**
-     * Saves name, email and whichever optional fields were sent. A new email address is unverified
-     * until its owner follows the link mailed to it (Fortify's updateVerifiedUser).
+     * Saves name, email and whichever optional fields were sent. A new email address needs a recent
+     * password confirmation (423 otherwise) and is only pending: the account keeps its address (for
+     * sign-in and password reset) until the link mailed to the new one is followed, and the current
+     * address is told, in the same transaction.
      */
-    async updateProfile(user: UserRow, input: ProfileBody): Promise<UserRow> {
-      const updated = await users.updateProfile(user, {
-        ...input,
-        phone: input.phone ? e164(input.phone) : input.phone,
+    async updateProfile(
+      user: UserRow,
+      input: ProfileBody,
+      { passwordConfirmed }: { passwordConfirmed: boolean },
+    ): Promise<UserRow> {
+      const changes = { ...input, phone: input.phone ? e164(input.phone) : input.phone }
+      const emailChanged = input.email.trim().toLowerCase() !== user.email.toLowerCase()
+      if (emailChanged && !passwordConfirmed) throw passwordConfirmationRequired()
+      const updated = await deps.db.transaction(async (tx) => {
+        const saved = await createUsersService({ db: tx, clock: deps.clock }).updateProfile(user, changes, {
+          pendingEmail: true,
+        })
+        if (saved && emailChanged) await verification.announceEmailChange(saved, tx)
+        return saved
       })
       if (!updated) throw unauthenticated()
-      if (updated.email !== user.email.toLowerCase()) await verification.sendLink(updated)
       return updated
     },
 
@@ -60,11 +72,12 @@ export function createProfileService(deps: {
 
     /**
      * Jetstream's DeleteUser, after the password: the account, everything it owns, and its photo;
-     * its chat groups are handed over (or deleted) in the same transaction.
+     * its chat groups are handed over (or deleted) in the same transaction. The last admin stays (403).
      */
     async deleteAccount(user: UserRow, password: string): Promise<void> {
       await users.confirmPassword(user, password)
       const { deleted, afterCommit } = await deps.db.transaction(async (tx) => {
+        await refuseToDeleteLastAdmin(tx, user)
         const afterCommit = await deps.releaseChat(tx, user)
         return { deleted: await createUsersService({ db: tx, clock: deps.clock }).delete(user), afterCommit }
       })

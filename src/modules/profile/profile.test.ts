@@ -1,11 +1,11 @@
 import { eq } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
-import type { TestClient } from '../../../test/helpers/client.ts'
+import { TestClient } from '../../../test/helpers/client.ts'
 import { minutes } from '../../../test/helpers/clock.ts'
-import { createUser, signedInClient, uniqueEmail } from '../../../test/helpers/factories.ts'
-import { SmtpSink } from '../../../test/helpers/smtp-sink.ts'
-import { users } from '../../db/schema/index.ts'
+import { confirmPassword, createUser, signedInClient, uniqueEmail } from '../../../test/helpers/factories.ts'
+import { type ReceivedMail, SmtpSink } from '../../../test/helpers/smtp-sink.ts'
+import { outbox, users } from '../../db/schema/index.ts'
 
 const APP_URL = 'https://api.trading.test'
 const laravelDate = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
@@ -24,6 +24,13 @@ afterAll(async () => {
 const me = (client: TestClient) => client.get('/api/user')
 const userRow = async (id: number) => (await t.database.db.select().from(users).where(eq(users.id, id)))[0]
 
+/** A signed-in user whose session just confirmed the password, as the app does before an email change. */
+async function confirmedClient(overrides: Parameters<typeof signedInClient>[1] = {}) {
+  const signedIn = await signedInClient(t, overrides)
+  await confirmPassword(signedIn.client, signedIn.password)
+  return signedIn
+}
+
 /** The verification link mailed to `email` (the next mail beyond the `already` it had), as a path to GET. */
 async function verificationLinkFor(email: string, already = 0): Promise<string> {
   const mail = await sink.waitForMailTo(email, already)
@@ -35,16 +42,17 @@ async function verificationLinkFor(email: string, already = 0): Promise<string> 
 
 describe('PUT /api/user-profile/profile-information', () => {
   it('saves name and email and answers the whole user object', async () => {
-    const { client, user } = await signedInClient(t, { verified: true })
+    const { client, user } = await confirmedClient({ verified: true })
     t.clock.advance(minutes(1))
     const email = uniqueEmail('renamed')
     const res = await client.put('/api/user-profile/profile-information', { name: '  Grace Hopper ', email })
     expect(res.status).toBe(200)
+    // The new address waits for its verification: the account keeps (and shows) the current one.
     expect(res.data).toEqual({
       id: user.id,
       name: 'Grace Hopper',
-      email,
-      email_verified_at: null,
+      email: user.email,
+      email_verified_at: expect.stringMatching(laravelDate),
       is_admin: false,
       two_factor_enabled: false,
       profile_photo_url: null,
@@ -61,24 +69,115 @@ describe('PUT /api/user-profile/profile-information', () => {
     expect((await me(client)).data).toEqual(res.data)
   })
 
-  it('unverifies a changed address and mails it a link that verifies it again', async () => {
-    const { client, user } = await signedInClient(t, { verified: true })
+  it('keeps the current address until the new one is verified, then switches to it', async () => {
+    const { client, user, password } = await confirmedClient({ verified: true })
     const email = uniqueEmail('Moved').toLowerCase()
     const res = await client.put('/api/user-profile/profile-information', {
       name: user.name,
       email: email.toUpperCase(),
     })
     expect(res.status).toBe(200)
-    expect(res.data).toMatchObject({ email, email_verified_at: null })
+    expect(res.data).toMatchObject({
+      email: user.email,
+      email_verified_at: expect.stringMatching(laravelDate),
+    })
     const link = await verificationLinkFor(email)
-    expect(sink.to(user.email)).toEqual([])
+    // Until then the current address signs in and gets reset links; the new one does neither.
+    expect((await new TestClient(t.baseUrl).post('/api/login', { email, password })).status).toBe(422)
+    expect((await new TestClient(t.baseUrl).post('/api/login', { email: user.email, password })).status).toBe(
+      200,
+    )
     const verified = await client.get(link)
     expect(verified.status).toBe(200)
-    expect((await me(client)).data.email_verified_at).toMatch(laravelDate)
+    expect(verified.data).toEqual({ message: 'Email verified.' })
+    const after = (await me(client)).data
+    expect(after).toMatchObject({ email, email_verified_at: expect.stringMatching(laravelDate) })
+    expect((await new TestClient(t.baseUrl).post('/api/login', { email, password })).status).toBe(200)
+    expect((await new TestClient(t.baseUrl).post('/api/login', { email: user.email, password })).status).toBe(
+      422,
+    )
+    // The link has done its work: followed again it changes nothing.
+    expect((await client.get(link)).status).toBe(200)
+    expect((await me(client)).data.email).toBe(email)
   })
 
-  it('keeps the verification (and mails nothing) when the email only changes case', async () => {
-    const { client, user } = await signedInClient(t, { verified: true })
+  it('tells the current address in a mail with no link, queued in the outbox with the change', async () => {
+    const { client, user } = await confirmedClient({ verified: true })
+    const email = uniqueEmail('elsewhere')
+    const res = await client.put('/api/user-profile/profile-information', { name: user.name, email })
+    expect(res.status).toBe(200)
+    const notice = await sink.waitForMailTo(user.email, 0)
+    expect(notice.subject).toBe('Your email address is being changed')
+    expect(notice.text).toContain('this address stays the one you sign in with')
+    expect(notice.text).not.toMatch(/https?:\/\//)
+    expect(notice.html).not.toMatch(/<a\s/i)
+    expect(notice.text).not.toContain(email)
+    // Both mails were written with the change: one outbox row each, to each address.
+    const rows = await t.database.db.select().from(outbox)
+    const mailedTo = rows.map((row) => (row.payload as { to?: string }).to)
+    expect(mailedTo.filter((to) => to === email)).toHaveLength(1)
+    expect(mailedTo.filter((to) => to === user.email)).toHaveLength(1)
+  })
+
+  it('sends password reset links only to the current address while the new one waits', async () => {
+    const { client, user } = await confirmedClient({ verified: true })
+    const email = uniqueEmail('would-be-owner')
+    await client.put('/api/user-profile/profile-information', { name: user.name, email })
+    await verificationLinkFor(email)
+    const isReset = (mail: ReceivedMail) => mail.subject === 'Reset Password Notification'
+    const forgot = (address: string) =>
+      new TestClient(t.baseUrl).post('/api/password/email', { email: address })
+    expect((await forgot(email)).status).toBe(200)
+    expect((await forgot(user.email)).status).toBe(200)
+    await sink.waitFor((mail) => isReset(mail) && sink.to(user.email).includes(mail))
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(sink.to(email).filter(isReset)).toEqual([])
+  })
+
+  it('a link to a replaced new address no longer works; the latest one does', async () => {
+    const { client, user } = await confirmedClient({ verified: true })
+    const first = uniqueEmail('first')
+    const second = uniqueEmail('second')
+    await client.put('/api/user-profile/profile-information', { name: user.name, email: first })
+    const firstLink = await verificationLinkFor(first)
+    await client.put('/api/user-profile/profile-information', { name: user.name, email: second })
+    const secondLink = await verificationLinkFor(second)
+    const stale = await client.get(firstLink)
+    expect(stale.status).toBe(403)
+    expect((await me(client)).data.email).toBe(user.email)
+    expect((await client.get(secondLink)).status).toBe(200)
+    expect((await me(client)).data.email).toBe(second)
+  })
+
+  it('answers 422 on email when another account took the new address before it was verified', async () => {
+    const { client, user } = await confirmedClient({ verified: true })
+    const email = uniqueEmail('contested')
+    await client.put('/api/user-profile/profile-information', { name: user.name, email })
+    const link = await verificationLinkFor(email)
+    await createUser(t.database.db, { email })
+    const res = await client.get(link)
+    expect(res.status).toBe(422)
+    expect(res.data).toEqual({
+      message: 'The email has already been taken.',
+      errors: { email: ['The email has already been taken.'] },
+    })
+    expect((await me(client)).data.email).toBe(user.email)
+  })
+
+  it('resends the link to the new address while it waits', async () => {
+    const { client, user } = await confirmedClient({ verified: true })
+    const email = uniqueEmail('resend')
+    await client.put('/api/user-profile/profile-information', { name: user.name, email })
+    await verificationLinkFor(email)
+    const resend = await client.post('/api/user-profile/email/verification-notification')
+    expect(resend.data).toEqual({ message: 'Verification link sent.' })
+    const link = await verificationLinkFor(email, 1)
+    expect((await client.get(link)).status).toBe(200)
+    expect((await me(client)).data.email).toBe(email)
+  })
+
+  it('keeps the verification (and mails nothing, asking no confirmation) when the email only changes case', async () => {
+    const { client, user, password } = await signedInClient(t, { verified: true })
     const res = await client.put('/api/user-profile/profile-information', {
       name: 'New Name',
       email: user.email.toUpperCase(),
@@ -86,16 +185,18 @@ describe('PUT /api/user-profile/profile-information', () => {
     expect(res.status).toBe(200)
     expect(res.data).toMatchObject({ name: 'New Name', email: user.email })
     expect(res.data.email_verified_at).toMatch(laravelDate)
-    // A later change mails its own link; had the first one mailed, that mail would be there first.
+    // A later change mails its own link and notice; had the first one mailed, that mail would be there first.
+    await confirmPassword(client, password)
     const sentinel = uniqueEmail('sentinel')
     await client.put('/api/user-profile/profile-information', { name: 'New Name', email: sentinel })
     await verificationLinkFor(sentinel)
-    expect(sink.to(user.email)).toEqual([])
+    await sink.waitForMailTo(user.email, 0)
+    expect(sink.to(user.email).map((mail) => mail.subject)).toEqual(['Your email address is being changed'])
   })
 
   it('refuses an email another user has, in any case, and changes nothing', async () => {
     const other = await createUser(t.database.db)
-    const { client, user } = await signedInClient(t, { verified: true })
+    const { client, user } = await confirmedClient({ verified: true })
     const res = await client.put('/api/user-profile/profile-information', {
       name: 'Taken',
       email: other.user.email.toUpperCase(),
@@ -271,18 +372,24 @@ describe('PUT /api/user-profile/profile', () => {
     expect(Object.keys(res.data.errors)).toEqual([field])
   })
 
-  it('unverifies a changed address and mails the new one', async () => {
-    const { client } = await signedInClient(t, { verified: true })
+  it('keeps the current address and mails a link to the new one', async () => {
+    const { client, user } = await confirmedClient({ verified: true })
     const email = uniqueEmail('profile-move')
     const res = await client.put('/api/user-profile/profile', { name: 'Mover', email, country: 'DE' })
     expect(res.status).toBe(200)
-    expect(res.data).toMatchObject({ email, email_verified_at: null, country: 'DE' })
-    await verificationLinkFor(email)
+    expect(res.data).toMatchObject({
+      name: 'Mover',
+      email: user.email,
+      email_verified_at: expect.stringMatching(laravelDate),
+      country: 'DE',
+    })
+    await client.get(await verificationLinkFor(email))
+    expect((await me(client)).data).toMatchObject({ email, country: 'DE' })
   })
 
   it('cannot take the email of another user', async () => {
     const other = await createUser(t.database.db)
-    const { client } = await signedInClient(t)
+    const { client } = await confirmedClient()
     const res = await client.put('/api/user-profile/profile', { name: 'N', email: other.user.email })
     expect(res.status).toBe(422)
     expect(res.data.errors).toEqual({ email: ['The email has already been taken.'] })

@@ -15,8 +15,6 @@ import type { AnswerShape, ProxyRule, ProxyService } from './proxy.service.ts'
  * (cache scope, what it clears, how the answer is shaped). Every proxied route is such a row.
  */
 export interface ProxyRoute extends ProxyRule {
-  /** The API path as Fastify registers it (`/api/strategies/:id`). */
-  url: string
   /** The upstream path, each parameter encoded as one segment (build it with `upstreamPath`). */
   upstream: (params: Record<string, string>) => string
   /** Success status: 200 unless said (201 for creates, 204 for deletes). */
@@ -25,7 +23,6 @@ export interface ProxyRoute extends ProxyRule {
   summary: string
   tags: string[]
   params?: TObject
-  querystring?: TObject
   body?: TSchema
 }
 
@@ -43,12 +40,20 @@ export function registerProxyRoutes(
   routes: readonly ProxyRoute[],
 ) {
   for (const route of routes) {
+    // Its page links are APP_URL and this path: a path parameter would have to be filled in first.
+    if (route.answer === 'paginated' && route.url.includes(':')) {
+      throw new Error(`paginated route ${route.url} cannot take path parameters`)
+    }
     const status = route.status ?? 200
     app.route({
       method: route.method,
       url: route.url,
       ...(route.body ? { bodyLimit: MAX_FREE_BODY_BYTES } : {}),
-      config: { auth: route.auth ?? 'session' },
+      // Reads count against the user's share of the upstream quota, cached or not (writes are few).
+      config: {
+        auth: route.auth ?? 'session',
+        ...(route.method === 'GET' ? { throttle: app.upstreamReadThrottle } : {}),
+      },
       schema: {
         tags: route.tags,
         summary: route.summary,

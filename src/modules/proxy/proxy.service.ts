@@ -1,7 +1,8 @@
+import type { TObject } from 'typebox'
 import type { Cache } from '../../lib/cache/cache.ts'
 import { ValidationError } from '../../lib/errors.ts'
 import { unstorableJson } from '../../lib/json-document.ts'
-import type { UpstreamClient } from '../../lib/upstream/client.ts'
+import type { UpstreamClient, UpstreamResponse } from '../../lib/upstream/client.ts'
 import { MAX_FREE_BODY_DEPTH } from './proxy.schemas.ts'
 
 /**
@@ -25,6 +26,10 @@ export type AnswerShape = 'data' | 'envelope' | 'paginated' | 'none'
 /** The rules of one proxied route, as its route table row declares them. */
 export interface ProxyRule {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE'
+  /** The API path as Fastify registers it (`/api/strategies/:id`); a paginated list's links name it. */
+  url: string
+  /** The query the route takes; a paginated list's links keep these parameters and no others. */
+  querystring?: TObject
   cache: CacheScope
   /** For a cached per-user read: the group whose writes clear it. */
   group?: CacheGroup
@@ -65,14 +70,71 @@ export function cacheKey(scope: 'shared' | 'user', path: string, query: string, 
   return scope === 'shared' ? `proxy:shared:${target}` : `proxy:user:${userId}:${target}`
 }
 
-function shape(answer: AnswerShape, body: { data: unknown }): string | undefined {
-  switch (answer) {
+/**
+ * A link of an upstream page, as a link to the same page of this API: `listUrl` (APP_URL and the
+ * route's path) with the link's own query, keeping only the parameters the route takes. Never the
+ * upstream's host, path or anything else it added; what is not a URL is no link (null).
+ */
+function pageLink(link: unknown, listUrl: string, keep: ReadonlySet<string>): string | null {
+  // Absolute (any host: it is replaced), or relative to the upstream's host; anything else is no link.
+  if (typeof link !== 'string' || !/^([a-z][a-z0-9+.-]*:\/\/|\/|\?)/i.test(link)) return null
+  let parsed: URL
+  try {
+    parsed = new URL(link, 'http://upstream.invalid')
+  } catch {
+    return null
+  }
+  const query = new URLSearchParams()
+  for (const [key, value] of parsed.searchParams) if (keep.has(key)) query.append(key, value)
+  const text = query.toString()
+  return text ? `${listUrl}?${text}` : listUrl
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === 'object' && !Array.isArray(value)
+
+// An absolute or scheme-relative URL: wherever it points, the client must not be sent there.
+const looksLikeUrl = (value: unknown) =>
+  typeof value === 'string' && /^([a-z][a-z0-9+.-]*:)?\/\//i.test(value)
+
+/**
+ * A Laravel resource collection `{data, links, meta}` from the upstream, its URLs pointing at this
+ * API instead: every member of `links`, `meta.path`, each `meta.links[].url` and any other URL in
+ * `meta`. Nothing else the upstream added beside those three members is passed on.
+ */
+function rewritePage(body: Record<string, unknown>, listUrl: string, keep: ReadonlySet<string>) {
+  const link = (value: unknown) => pageLink(value, listUrl, keep)
+  const links = isRecord(body.links)
+    ? Object.fromEntries(Object.entries(body.links).map(([key, value]) => [key, link(value)]))
+    : null
+  const anyUrl = (value: unknown) => (looksLikeUrl(value) ? link(value) : value)
+  // `{url, label, page, active}`: its url is a link even when relative; any other URL member too.
+  const pageEntry = (item: unknown) =>
+    isRecord(item)
+      ? Object.fromEntries(
+          Object.entries(item).map(([key, value]) => [key, key === 'url' ? link(value) : anyUrl(value)]),
+        )
+      : anyUrl(item)
+  const metaMember = ([key, value]: [string, unknown]): [string, unknown] => {
+    if (key === 'path') return [key, listUrl]
+    if (key === 'links' && Array.isArray(value)) return [key, value.map(pageEntry)]
+    return [key, anyUrl(value)]
+  }
+  const meta = isRecord(body.meta) ? Object.fromEntries(Object.entries(body.meta).map(metaMember)) : null
+  return { data: body.data, links, meta }
+}
+
+/** The answer's JSON text for a successful upstream body (undefined for 204). */
+function shape(rule: ProxyRule, body: UpstreamResponse['body'], appUrl: string): string | undefined {
+  switch (rule.answer) {
     case 'data':
       return JSON.stringify(body.data ?? null)
     case 'envelope':
       return JSON.stringify({ data: body.data ?? null })
-    case 'paginated':
-      return JSON.stringify(body)
+    case 'paginated': {
+      const keep = new Set(Object.keys(rule.querystring?.properties ?? {}))
+      return JSON.stringify(rewritePage(body, `${appUrl}${rule.url}`, keep))
+    }
     case 'none':
       return undefined
   }
@@ -86,10 +148,13 @@ export function createProxyService({
   upstream,
   cache,
   ttlSeconds,
+  appUrl,
 }: {
   upstream: UpstreamClient
   cache: Cache
   ttlSeconds: number
+  /** APP_URL: paginated answers' links name this service, never the upstream. */
+  appUrl: string
 }) {
   return {
     /** A GET: from the cache when its scope allows (single-flight on a miss), else from the upstream. */
@@ -103,7 +168,7 @@ export function createProxyService({
           userId: call.userId,
           requestId: call.requestId,
         })
-        return shape(rule.answer, res.body) ?? 'null'
+        return shape(rule, res.body, appUrl) ?? 'null'
       }
       if (rule.cache === 'none') return { body: await load(), cache: null }
       const key = cacheKey(rule.cache, call.path, query, call.userId)
@@ -135,7 +200,7 @@ export function createProxyService({
           userId: call.userId,
           requestId: call.requestId,
         })
-        return { body: shape(rule.answer, res.body), cache: null }
+        return { body: shape(rule, res.body, appUrl), cache: null }
       } finally {
         const groups = rule.invalidates ?? []
         if (groups.length > 0) await cache.invalidateTags(groups.map((group) => groupTag(call.userId, group)))

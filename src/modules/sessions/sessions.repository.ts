@@ -1,6 +1,6 @@
-import { and, desc, eq, gte, lt, ne } from 'drizzle-orm'
+import { and, desc, eq, gte, lt, ne, sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
-import { type SessionRow, sessions, type UserRow, users } from '../../db/schema/index.ts'
+import { type SessionPayload, type SessionRow, sessions, type UserRow, users } from '../../db/schema/index.ts'
 
 export function createSessionsRepository({ db }: { db: Db }) {
   return {
@@ -17,6 +17,14 @@ export function createSessionsRepository({ db }: { db: Db }) {
         .where(eq(sessions.id, id))
         .limit(1)
       return row
+    },
+
+    /** Merges `changes` into the stored payload (jsonb `||`), leaving its other keys as they are. */
+    async mergePayload(id: string, changes: Partial<SessionPayload>): Promise<void> {
+      await db
+        .update(sessions)
+        .set({ payload: sql`${sessions.payload} || ${JSON.stringify(changes)}::jsonb` })
+        .where(eq(sessions.id, id))
     },
 
     async touch(id: string, lastActivity: number): Promise<void> {

@@ -12,8 +12,6 @@ export interface ActiveSession {
 
 // Writing last_activity on every request would make every read a write; a minute's precision is plenty.
 const TOUCH_AFTER_SECONDS = 60
-// Laravel's session lottery: about one start in fifty also deletes idle sessions.
-const GC_ODDS = 0.02
 
 const randomToken = () => randomBytes(30).toString('base64url')
 export const hashSessionToken = (token: string) => createHash('sha256').update(token).digest('hex')
@@ -49,7 +47,6 @@ export function createSessionsService({
         lastActivity: now,
       }
       await repo.insert(row)
-      if (Math.random() < GC_ODDS) await repo.deleteIdleSince(now - lifetimeSeconds)
       return { token, row }
     },
 
@@ -84,7 +81,16 @@ export function createSessionsService({
     /** The user's live sessions (idle ones past the lifetime left out), the most recently active first. */
     listForUser: (userId: number) => repo.findForUser(userId, unixSeconds(clock) - lifetimeSeconds),
 
+    /** Adds `changes` to the session's payload, stored and on `session` (its other keys are kept). */
+    async updatePayload(session: ActiveSession, changes: Omit<Partial<SessionPayload>, 'csrfToken'>) {
+      await repo.mergePayload(session.row.id, changes)
+      session.row.payload = { ...session.row.payload, ...changes }
+    },
+
     destroy: (session: ActiveSession) => repo.delete(session.row.id),
+
+    /** Deletes every session idle past the lifetime (the session plugin's background sweep). */
+    sweepIdle: () => repo.deleteIdleSince(unixSeconds(clock) - lifetimeSeconds),
 
     /** Ends every session of a user (after a password reset, a block, a deletion), but `except`. */
     destroyForUser: (userId: number, except?: ActiveSession) => repo.deleteForUser(userId, except?.row.id),

@@ -111,6 +111,7 @@ export default async function strategiesPlugin(app: FastifyInstance, { config }:
     upstream: app.upstream,
     cache: app.cache,
     ttlSeconds: config.cache.ttlSeconds,
+    appUrl: config.appUrl,
   })
   registerProxyRoutes(app, proxy, strategyRoutes)
 }

@@ -41,8 +41,9 @@ export function supportDeskMail(ticket: SupportTicketRow, supportEmail: string):
 }
 
 /**
- * The sender's receipt. The contact form's address is not verified, so its receipt repeats nothing
- * the sender typed: otherwise anyone could make the service mail their text to a stranger.
+ * The sender's receipt, which repeats nothing the sender typed (subject, message, name): otherwise
+ * the service could be made to mail someone's text to a stranger. Signed-in senders get it only at a
+ * verified address (see the service); the contact form's address is never verified.
  */
 export function supportReceiptMail(ticket: SupportTicketRow): MailMessage {
   if (ticket.kind === 'contact') {
@@ -56,10 +57,9 @@ export function supportReceiptMail(ticket: SupportTicketRow): MailMessage {
   }
   const what = ticket.kind === 'issue' ? 'issue report' : 'support request'
   return renderMail(ticket.email, {
-    subject: `We received your ${what}: ${oneLine(ticket.subject)}`,
-    greeting: `Hello ${ticket.name}!`,
+    subject: `We received your ${what} #${ticket.id}`,
     lines: [
-      `Thank you. We received your ${what} "${ticket.subject}" (reference #${ticket.id}) and will answer at this address as soon as we can.`,
+      `Thank you. We received your ${what} (reference #${ticket.id}) and will answer at this address as soon as we can.`,
     ],
   })
 }

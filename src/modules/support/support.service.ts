@@ -33,8 +33,11 @@ export function createSupportService(deps: {
 }) {
   const { db, clock, supportEmail, queueMail } = deps
 
-  /** Stores the ticket and, in the same transaction, queues the desk's mail and the sender's receipt. */
-  const submit = (ticket: Ticket, origin: Origin) =>
+  /**
+   * Stores the ticket and, in the same transaction, queues the desk's mail and, when `receipt`, the
+   * sender's receipt.
+   */
+  const submit = (ticket: Ticket, origin: Origin, receipt = true) =>
     db.transaction(async (tx) => {
       const row = await createSupportRepository({ db: tx }).insert({
         ...ticket,
@@ -47,7 +50,7 @@ export function createSupportService(deps: {
         createdAt: clock.now(),
       })
       await queueMail(supportDeskMail(row, supportEmail), tx)
-      await queueMail(supportReceiptMail(row), tx)
+      if (receipt) await queueMail(supportReceiptMail(row), tx)
     })
 
   return {
@@ -62,17 +65,22 @@ export function createSupportService(deps: {
       return true
     },
 
-    /** SupportRequested, from the signed-in user. */
+    /** SupportRequested, from the signed-in user; the receipt only to a verified address. */
     async supportRequest(user: UserRow, input: SupportRequestBody, origin: Origin): Promise<void> {
-      await submit({ kind: 'support', userId: user.id, name: user.name, email: user.email, ...input }, origin)
+      await submit(
+        { kind: 'support', userId: user.id, name: user.name, email: user.email, ...input },
+        origin,
+        user.emailVerifiedAt !== null,
+      )
     },
 
-    /** IssueReported, from the signed-in user. */
+    /** IssueReported, from the signed-in user; the receipt only to a verified address. */
     async reportIssue(user: UserRow, input: ReportIssueBody, origin: Origin): Promise<void> {
       const { page_url: pageUrl, ...rest } = input
       await submit(
         { kind: 'issue', userId: user.id, name: user.name, email: user.email, ...rest, pageUrl },
         origin,
+        user.emailVerifiedAt !== null,
       )
     },
   }

@@ -188,7 +188,7 @@ describe('POST /api/support-request', () => {
   })
 
   it("stores the request with the user's name and email, mails the desk (Reply-To the user) and a receipt", async () => {
-    const { client, user } = await signedInClient(t, { name: 'Grace Hopper' })
+    const { client, user } = await signedInClient(t, { name: 'Grace Hopper', verified: true })
     const subject = `Billing <b>${tag()}</b>`
     const res = await client.post('/api/support-request', {
       subject,
@@ -216,8 +216,14 @@ describe('POST /api/support-request', () => {
     expect(desk.html).not.toContain('<b>')
 
     const receipt = await sink.waitForMailTo(user.email, 0)
-    expect(receipt.subject).toBe(`We received your support request: ${subject}`)
+    expect(receipt.subject).toBe(`We received your support request #${ticket?.id}`)
     expect(receipt.text).toContain(`(reference #${ticket?.id})`)
+    // Nothing the sender typed (subject, message, their name) is repeated to the address.
+    for (const typed of ['Billing', 'charged', 'Grace']) {
+      expect(receipt.subject).not.toContain(typed)
+      expect(receipt.text).not.toContain(typed)
+      expect(receipt.html).not.toContain(typed)
+    }
   })
 
   it('answers 422 on bad input and stores nothing', async () => {
@@ -244,6 +250,23 @@ describe('POST /api/support-request', () => {
   })
 })
 
+describe('receipts of signed-in senders', () => {
+  it.each([
+    ['/api/support-request', 'Support request'],
+    ['/api/report-issue', 'Issue report'],
+  ])('%s: the desk is mailed, but an unverified address gets no receipt', async (path, title) => {
+    const { client, user } = await signedInClient(t, { verified: false })
+    const subject = `Unverified ${tag()}`
+    expect((await client.post(path, { subject, message: 'Please mail this to a stranger.' })).status).toBe(
+      200,
+    )
+    expect((await ticketsFrom(user.email)).length).toBe(1)
+    expect((await deskMail(subject)).subject).toBe(`[${title}] ${subject}`)
+    await t.app.outbox.drain()
+    expect(sink.to(user.email)).toEqual([])
+  })
+})
+
 describe('POST /api/report-issue', () => {
   it('answers 401 to a guest', async () => {
     const res = await new TestClient(t.baseUrl).post('/api/report-issue', {
@@ -254,7 +277,7 @@ describe('POST /api/report-issue', () => {
   })
 
   it('stores the report with severity and page, and mails the desk and a receipt', async () => {
-    const { client, user } = await signedInClient(t)
+    const { client, user } = await signedInClient(t, { verified: true })
     const subject = `Chart is blank ${tag()}`
     const res = await client.post('/api/report-issue', {
       subject,
@@ -285,7 +308,11 @@ describe('POST /api/report-issue', () => {
     expect(desk.html).not.toContain('<img')
 
     const receipt = await sink.waitForMailTo(user.email, 0)
-    expect(receipt.subject).toBe(`We received your issue report: ${subject}`)
+    expect(receipt.subject).toBe(`We received your issue report #${ticket?.id}`)
+    for (const typed of ['Chart', 'chart', 'onerror', 'charts', 'app.example.com']) {
+      expect(receipt.text).not.toContain(typed)
+      expect(receipt.html).not.toContain(typed)
+    }
   })
 
   it('takes severity, category and page as optional', async () => {

@@ -4,6 +4,8 @@ import type { Config } from '../../config.ts'
 import { commonErrorResponses } from '../../lib/http-schemas.ts'
 import { signedInUser, type ThrottleRule } from '../../plugins/guards.ts'
 import { createUsersService } from '../users/users.service.ts'
+import { currentPasswordThrottle } from '../users/users.throttles.ts'
+import { createTwoFactorLockout } from './two-factor.lockout.ts'
 import {
   ChallengeBody,
   ChallengeResponse,
@@ -35,11 +37,23 @@ export default async function twoFactorRoutes(fastify: FastifyInstance, { config
   const twoFactor = createTwoFactorService({ users, clock: app.clock, appKey: config.appKey })
   const tags = ['two-factor']
   const session = { auth: 'session' } as const
+  // Fortify's `password.confirm` on its 2FA routes: 423 without a recent confirmation, before the body.
+  const confirmed = { preValidation: app.passwordConfirmation.require }
+  // The secret, its QR code and the recovery codes: kept by no cache, shared or the browser's.
+  const secrets = { auth: 'session', noStore: true } as const
+  const lockout = createTwoFactorLockout({
+    counters: app.rateLimiter.counters,
+    refuse: app.rateLimiter.tooManyAttempts,
+    clock: app.clock,
+    users,
+    queueMail: (mail) => app.mailer.queue(mail),
+  })
 
   app.post(
     '/api/user/two-factor-authentication',
     {
-      config: session,
+      config: { ...secrets, throttle: currentPasswordThrottle },
+      ...confirmed,
       schema: { tags, body: PasswordBody, response: { 200: EnableResponse, ...commonErrorResponses } },
     },
     async (request) => twoFactor.enable(signedInUser(request), request.body.password),
@@ -49,6 +63,7 @@ export default async function twoFactorRoutes(fastify: FastifyInstance, { config
     '/api/user/confirmed-two-factor-authentication',
     {
       config: session,
+      ...confirmed,
       schema: { tags, body: ConfirmBody, response: { 200: TwoFactorStateResponse, ...commonErrorResponses } },
     },
     async (request) => {
@@ -60,7 +75,8 @@ export default async function twoFactorRoutes(fastify: FastifyInstance, { config
   app.delete(
     '/api/user/two-factor-authentication',
     {
-      config: session,
+      config: { ...session, throttle: currentPasswordThrottle },
+      ...confirmed,
       schema: {
         tags,
         body: PasswordBody,
@@ -75,13 +91,21 @@ export default async function twoFactorRoutes(fastify: FastifyInstance, { config
 
   app.get(
     '/api/user/two-factor-recovery-codes',
-    { config: session, schema: { tags, response: { 200: RecoveryCodes, ...commonErrorResponses } } },
+    {
+      config: secrets,
+      ...confirmed,
+      schema: { tags, response: { 200: RecoveryCodes, ...commonErrorResponses } },
+    },
     async (request) => twoFactor.recoveryCodes(signedInUser(request)),
   )
 
   app.post(
     '/api/user/two-factor-recovery-codes',
-    { config: session, schema: { tags, response: { 200: RecoveryCodes, ...commonErrorResponses } } },
+    {
+      config: secrets,
+      ...confirmed,
+      schema: { tags, response: { 200: RecoveryCodes, ...commonErrorResponses } },
+    },
     async (request) => twoFactor.regenerateRecoveryCodes(signedInUser(request)),
   )
 
@@ -92,7 +116,8 @@ export default async function twoFactorRoutes(fastify: FastifyInstance, { config
       schema: { tags, body: ChallengeBody, response: { 200: ChallengeResponse, ...commonErrorResponses } },
     },
     async (request) => {
-      const user = await twoFactor.passChallenge(request.session?.row.payload.pendingLogin, request.body)
+      const pending = request.session?.row.payload.pendingLogin
+      const user = await lockout.attempt(pending, () => twoFactor.passChallenge(pending, request.body))
       // A new session id and CSRF token; the pending login ends with the old session.
       await app.sessionControl.signIn(request, user)
       return { two_factor: false }

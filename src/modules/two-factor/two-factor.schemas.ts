@@ -1,7 +1,9 @@
 import { type Static, Type } from 'typebox'
 
+// The recent password confirmation (423 without it) is what lets enabling and disabling through, as
+// in Fortify; a password sent along is still checked, for clients that ask for it on the same form.
 export const PasswordBody = Type.Object({
-  password: Type.String({ minLength: 1, maxLength: 1024 }),
+  password: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
 })
 export type PasswordBody = Static<typeof PasswordBody>
 

@@ -31,6 +31,21 @@ interface StoredRecoveryCodes {
   sealed: string
 }
 
+/** The stored recovery codes once read: their hashes and the codes themselves, in the same order. */
+interface ReadRecoveryCodes {
+  hashes: string[]
+  codes: string[]
+}
+
+/** Whether each stored 2FA value can be read under the current APP_KEY (`none`: nothing stored). */
+export interface TwoFactorReadability {
+  secret: 'none' | 'readable' | 'unreadable'
+  recoveryCodes: 'none' | 'readable' | 'unreadable'
+}
+
+const isStringArray = (value: unknown): value is string[] =>
+  Array.isArray(value) && value.every((item) => typeof item === 'string')
+
 /** A user has to pass the challenge only once the secret is set and confirmed (Fortify's `confirm` option). */
 export const twoFactorRequired = (user: UserRow): boolean =>
   user.twoFactorSecret !== null && user.twoFactorConfirmedAt !== null
@@ -63,9 +78,23 @@ export function createTwoFactorService(deps: { users: UsersService; clock: Clock
     return JSON.stringify(stored)
   }
 
-  function readStored(user: UserRow): StoredRecoveryCodes | undefined {
+  /**
+   * The stored recovery codes, or undefined when there are none or they cannot be read: the Laravel
+   * original's format (an encrypted JSON list), codes sealed under another APP_KEY, or anything
+   * malformed. Unreadable codes are no codes: none can be shown, none signs in.
+   */
+  function readStored(user: UserRow): ReadRecoveryCodes | undefined {
     if (!user.twoFactorRecoveryCodes) return undefined
-    return JSON.parse(user.twoFactorRecoveryCodes) as StoredRecoveryCodes
+    try {
+      const stored = JSON.parse(user.twoFactorRecoveryCodes) as Partial<StoredRecoveryCodes> | null
+      if (!stored || !isStringArray(stored.hashes) || typeof stored.sealed !== 'string') return undefined
+      const codes: unknown = JSON.parse(decryptSecret(stored.sealed, appKey))
+      if (!isStringArray(codes) || codes.length !== stored.hashes.length) return undefined
+      if (!stored.hashes.every((hash) => /^[0-9a-f]{64}$/.test(hash))) return undefined
+      return { hashes: stored.hashes, codes }
+    } catch {
+      return undefined
+    }
   }
 
   const freshCodes = () => Array.from({ length: RECOVERY_CODE_COUNT }, newRecoveryCode)
@@ -99,6 +128,16 @@ export function createTwoFactorService(deps: { users: UsersService; clock: Clock
     }
   }
 
+  /** Whether the user's stored secret and recovery codes can be read under the current APP_KEY. */
+  function readability(user: UserRow): TwoFactorReadability {
+    const state = (stored: string | null, readable: () => boolean) =>
+      stored === null ? 'none' : readable() ? 'readable' : 'unreadable'
+    return {
+      secret: state(user.twoFactorSecret, () => openSecret(user.twoFactorSecret ?? '') !== undefined),
+      recoveryCodes: state(user.twoFactorRecoveryCodes, () => readStored(user) !== undefined),
+    }
+  }
+
   /** Checks a recovery code and removes it; every stored hash is compared, so timing tells nothing. */
   async function useRecoveryCode(user: UserRow, code: string): Promise<boolean> {
     const stored = readStored(user)
@@ -109,9 +148,7 @@ export function createTwoFactorService(deps: { users: UsersService; clock: Clock
       if (timingSafeEqual(presented, Buffer.from(hash, 'hex')) && match === -1) match = index
     })
     if (match === -1) return false
-    const remaining = (JSON.parse(decryptSecret(stored.sealed, appKey)) as string[]).filter(
-      (_, index) => index !== match,
-    )
+    const remaining = stored.codes.filter((_, index) => index !== match)
     // Compare-and-set on the column: of two requests racing with one code, one wins.
     return users.replaceRecoveryCodes(user.id, user.twoFactorRecoveryCodes ?? '', sealCodes(remaining))
   }
@@ -121,8 +158,8 @@ export function createTwoFactorService(deps: { users: UsersService; clock: Clock
      * Starts (or restarts) setting up 2FA after the password is confirmed: a new secret, stored
      * encrypted and not yet confirmed, and 8 new recovery codes. The only answer with the secret.
      */
-    async enable(user: UserRow, password: string) {
-      await users.confirmPassword(user, password)
+    async enable(user: UserRow, password: string | undefined) {
+      if (password !== undefined) await users.confirmPassword(user, password)
       if (twoFactorRequired(user)) throw new HttpError(409, 'Two factor authentication is already enabled.')
       const secret = new Secret({ size: SECRET_BYTES }).base32
       const recoveryCodes = freshCodes()
@@ -152,9 +189,9 @@ export function createTwoFactorService(deps: { users: UsersService; clock: Clock
       await users.updateTwoFactor(user, { twoFactorConfirmedAt: clock.now() })
     },
 
-    /** Turns 2FA off after the password is confirmed: secret, codes and confirmation are gone. */
-    async disable(user: UserRow, password: string): Promise<void> {
-      await users.confirmPassword(user, password)
+    /** Turns 2FA off (the password confirmed): secret, codes and confirmation are gone. */
+    async disable(user: UserRow, password: string | undefined): Promise<void> {
+      if (password !== undefined) await users.confirmPassword(user, password)
       await users.updateTwoFactor(user, {
         twoFactorSecret: null,
         twoFactorRecoveryCodes: null,
@@ -163,11 +200,46 @@ export function createTwoFactorService(deps: { users: UsersService; clock: Clock
       })
     },
 
-    /** The unused recovery codes, in clear; `[]` when 2FA was never set up (as Fortify). */
+    /** The unused recovery codes, in clear; `[]` when 2FA was never set up (as Fortify) or they cannot be read. */
     recoveryCodes(user: UserRow): string[] {
       const stored = readStored(user)
       if (!user.twoFactorSecret || !stored) return []
-      return JSON.parse(decryptSecret(stored.sealed, appKey)) as string[]
+      return stored.codes
+    },
+
+    readability,
+
+    /**
+     * Clears, on every account, the 2FA data the current APP_KEY cannot read (imported from the
+     * Laravel original, or sealed under a rotated key): an unreadable secret takes the whole setup
+     * with it (2FA is off until the user enrols again), unreadable recovery codes only themselves.
+     * With `dryRun`, changes nothing. Answers the ids of the accounts concerned.
+     */
+    async clearUnreadable({ dryRun = false } = {}): Promise<{ secrets: number[]; recoveryCodes: number[] }> {
+      const cleared = { secrets: [] as number[], recoveryCodes: [] as number[] }
+      for (let afterId = 0; ; ) {
+        const batch = await users.withTwoFactorData(afterId, 500)
+        if (batch.length === 0) return cleared
+        for (const user of batch) {
+          afterId = user.id
+          const { secret, recoveryCodes } = readability(user)
+          if (secret === 'unreadable') {
+            const done =
+              dryRun ||
+              (await users.updateTwoFactorIfUnchanged(user, {
+                twoFactorSecret: null,
+                twoFactorRecoveryCodes: null,
+                twoFactorConfirmedAt: null,
+                twoFactorLastStep: null,
+              }))
+            if (done) cleared.secrets.push(user.id)
+          } else if (recoveryCodes === 'unreadable') {
+            const done =
+              dryRun || (await users.updateTwoFactorIfUnchanged(user, { twoFactorRecoveryCodes: null }))
+            if (done) cleared.recoveryCodes.push(user.id)
+          }
+        }
+      }
     },
 
     /** Replaces all recovery codes with 8 new ones; the old ones stop working at once. */

@@ -1,12 +1,18 @@
+import { createHash } from 'node:crypto'
 import { eq } from 'drizzle-orm'
 import { Secret, TOTP } from 'otpauth'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildTestApp, TEST_APP_KEY, type TestApp } from '../../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../../test/helpers/client.ts'
 import { minutes } from '../../../test/helpers/clock.ts'
-import { createUser, signedInClient } from '../../../test/helpers/factories.ts'
+import {
+  confirmPassword,
+  createUser,
+  signedInClient,
+  type UserOverrides,
+} from '../../../test/helpers/factories.ts'
 import { type UserRow, users } from '../../db/schema/index.ts'
-import { decryptSecret } from '../../lib/encryption.ts'
+import { decryptSecret, encryptSecret } from '../../lib/encryption.ts'
 
 let t: TestApp
 beforeAll(async () => {
@@ -32,9 +38,16 @@ async function row(id: number): Promise<UserRow> {
   return found
 }
 
+/** A signed-in user whose session just confirmed the password, as the app does before the 2FA settings. */
+async function confirmedClient(overrides: UserOverrides = {}) {
+  const signedIn = await signedInClient(t, overrides)
+  await confirmPassword(signedIn.client, signedIn.password)
+  return signedIn
+}
+
 /** A signed-in user who went through enabling and confirming 2FA, as the app does. */
 async function userWithTwoFactor() {
-  const signedIn = await signedInClient(t)
+  const signedIn = await confirmedClient()
   const enabled = await signedIn.client.post('/api/user/two-factor-authentication', {
     password: signedIn.password,
   })
@@ -59,7 +72,7 @@ async function pendingLogin(user: UserRow, password: string): Promise<TestClient
 
 describe('POST /api/user/two-factor-authentication', () => {
   it('answers the secret, otpauth URL, QR code and 8 recovery codes; stores the secret encrypted and the codes hashed', async () => {
-    const { client, user, password } = await signedInClient(t)
+    const { client, user, password } = await confirmedClient()
     const res = await client.post('/api/user/two-factor-authentication', { password })
     expect(res.status).toBe(200)
     expect(Object.keys(res.data).sort()).toEqual(['otpauth_url', 'qr_svg', 'recovery_codes', 'secret'])
@@ -86,24 +99,29 @@ describe('POST /api/user/two-factor-authentication', () => {
     expect(login.data).toEqual({ two_factor: false })
   })
 
-  it('refuses a wrong or missing password with 422 and stores nothing', async () => {
-    const { client, user } = await signedInClient(t)
+  it('refuses a wrong password sent along with 422 and stores nothing', async () => {
+    const { client, user } = await confirmedClient()
     const wrong = await client.post('/api/user/two-factor-authentication', { password: 'not my password' })
     expect(wrong.status).toBe(422)
     expect(wrong.data).toEqual({
       message: 'The password is incorrect.',
       errors: { password: ['The password is incorrect.'] },
     })
-    const missing = await client.post('/api/user/two-factor-authentication', {})
-    expect(missing.status).toBe(422)
-    expect(missing.data.errors).toEqual({ password: ['The password field is required.'] })
     const stored = await row(user.id)
     expect(stored.twoFactorSecret).toBeNull()
     expect(stored.twoFactorRecoveryCodes).toBeNull()
   })
 
+  it('needs no password in the body once the session confirmed it (as Fortify)', async () => {
+    const { client, user } = await confirmedClient()
+    const res = await client.post('/api/user/two-factor-authentication', {})
+    expect(res.status).toBe(200)
+    expect(res.data.recovery_codes).toHaveLength(8)
+    expect((await row(user.id)).twoFactorSecret).not.toBeNull()
+  })
+
   it('starts an unconfirmed setup over with a new secret, but answers 409 once 2FA is on', async () => {
-    const { client, password } = await signedInClient(t)
+    const { client, password } = await confirmedClient()
     const first = await client.post('/api/user/two-factor-authentication', { password })
     const second = await client.post('/api/user/two-factor-authentication', { password })
     expect(second.status).toBe(200)
@@ -134,7 +152,7 @@ describe('POST /api/user/two-factor-authentication', () => {
 
 describe('POST /api/user/confirmed-two-factor-authentication', () => {
   it('turns 2FA on with a valid code: the user object says so and login asks for the code', async () => {
-    const { client, user, password } = await signedInClient(t)
+    const { client, user, password } = await confirmedClient()
     const { data } = await client.post('/api/user/two-factor-authentication', { password })
     const res = await client.post('/api/user/confirmed-two-factor-authentication', {
       code: totp(data.secret),
@@ -151,7 +169,7 @@ describe('POST /api/user/confirmed-two-factor-authentication', () => {
       message: 'The provided two factor authentication code was invalid.',
       errors: { code: ['The provided two factor authentication code was invalid.'] },
     }
-    const { client, user, password } = await signedInClient(t)
+    const { client, user, password } = await confirmedClient()
     const noSetup = await client.post('/api/user/confirmed-two-factor-authentication', { code: '123456' })
     expect(noSetup.status).toBe(422)
     expect(noSetup.data).toEqual(expected)
@@ -362,7 +380,7 @@ describe('GET and POST /api/user/two-factor-recovery-codes', () => {
     const res = await client.get('/api/user/two-factor-recovery-codes')
     expect(res.status).toBe(200)
     expect(res.data).toEqual(recoveryCodes)
-    const { client: plain } = await signedInClient(t)
+    const { client: plain } = await confirmedClient()
     expect((await plain.get('/api/user/two-factor-recovery-codes')).data).toEqual([])
   })
 
@@ -383,11 +401,69 @@ describe('GET and POST /api/user/two-factor-recovery-codes', () => {
   })
 
   it('POST answers 409 when 2FA was never set up, and stores nothing', async () => {
-    const { client, user } = await signedInClient(t)
+    const { client, user } = await confirmedClient()
     const res = await client.post('/api/user/two-factor-recovery-codes')
     expect(res.status).toBe(409)
     expect(res.data).toEqual({ message: 'Two factor authentication has not been enabled.' })
     expect((await row(user.id)).twoFactorRecoveryCodes).toBeNull()
+  })
+})
+
+describe('2FA data this APP_KEY cannot read', () => {
+  // Laravel's encrypter writes base64 JSON {iv, value, mac, tag}: what an import of the original holds.
+  const laravelSealed = (plain: string) =>
+    Buffer.from(
+      JSON.stringify({ iv: 'aXY=', value: Buffer.from(plain).toString('base64'), mac: 'm', tag: '' }),
+    ).toString('base64')
+  const OTHER_APP_KEY = `base64:${Buffer.alloc(32, 7).toString('base64')}`
+
+  /** The user's codes as this service stores them, but sealed under another (rotated) APP_KEY. */
+  const sealedUnderOtherKey = (codes: string[]) =>
+    JSON.stringify({
+      hashes: codes.map((code) => createHash('sha256').update(code).digest('hex')),
+      sealed: encryptSecret(JSON.stringify(codes), OTHER_APP_KEY),
+    })
+
+  const setCodes = (id: number, stored: string) =>
+    t.database.db.update(users).set({ twoFactorRecoveryCodes: stored }).where(eq(users.id, id))
+
+  it("reads as no codes: GET answers [], not 500, for the Laravel original's codes", async () => {
+    const { client, user, recoveryCodes } = await userWithTwoFactor()
+    await setCodes(user.id, laravelSealed(JSON.stringify(recoveryCodes)))
+    const res = await client.get('/api/user/two-factor-recovery-codes')
+    expect(res.status).toBe(200)
+    expect(res.data).toEqual([])
+  })
+
+  it('reads as no codes after an APP_KEY rotation: GET answers [], a code signs nobody in (401, not 500)', async () => {
+    const { client, user, password, recoveryCodes } = await userWithTwoFactor()
+    await setCodes(user.id, sealedUnderOtherKey(recoveryCodes))
+    expect((await client.get('/api/user/two-factor-recovery-codes')).data).toEqual([])
+    const login = await pendingLogin(user, password)
+    const res = await login.post('/api/two-factor-challenge', { recovery_code: recoveryCodes[0] })
+    expect(res.status).toBe(401)
+    expect(res.data).toEqual(invalidRecoveryCode)
+  })
+
+  it('a recovery code against unreadable or malformed codes is a 401, never a 500', async () => {
+    const { user, password, recoveryCodes } = await userWithTwoFactor()
+    // Four, under the lockout that five wrong codes bring.
+    for (const stored of [laravelSealed('[]'), '{"hashes":"x","sealed":1}', 'null', '[']) {
+      await setCodes(user.id, stored)
+      const login = await pendingLogin(user, password)
+      const res = await login.post('/api/two-factor-challenge', { recovery_code: recoveryCodes[1] })
+      expect(res.status, stored).toBe(401)
+    }
+  })
+
+  it('regenerating replaces unreadable codes with 8 that work', async () => {
+    const { client, user, password } = await userWithTwoFactor()
+    await setCodes(user.id, laravelSealed('[]'))
+    const res = await client.post('/api/user/two-factor-recovery-codes')
+    expect(res.status).toBe(200)
+    expect((await client.get('/api/user/two-factor-recovery-codes')).data).toEqual(res.data)
+    const login = await pendingLogin(user, password)
+    expect((await login.post('/api/two-factor-challenge', { recovery_code: res.data[0] })).status).toBe(200)
   })
 })
 
@@ -425,7 +501,7 @@ describe("another user's two-factor authentication", () => {
   it('can never be read or changed through these routes', async () => {
     const owner = await userWithTwoFactor()
     const before = await row(owner.user.id)
-    const { client: intruder, password: intruderPassword } = await signedInClient(t, {
+    const { client: intruder, password: intruderPassword } = await confirmedClient({
       password: 'the intruder password',
     })
 

@@ -1,4 +1,4 @@
-import { and, eq, isNull, lt, or, sql } from 'drizzle-orm'
+import { and, eq, gt, isNotNull, isNull, lt, or, sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { type NewUserRow, type UserRow, users } from '../../db/schema/index.ts'
 import { announceUserChanged } from '../../lib/user-changes.ts'
@@ -68,6 +68,49 @@ export function createUsersRepository({ db }: { db: Db }) {
       return rows.length > 0
     },
 
+    /** Up to `limit` users holding a 2FA secret or recovery codes, by id, after `afterId`. */
+    withTwoFactorData(afterId: number, limit: number): Promise<UserRow[]> {
+      return db
+        .select()
+        .from(users)
+        .where(
+          and(
+            gt(users.id, afterId),
+            or(isNotNull(users.twoFactorSecret), isNotNull(users.twoFactorRecoveryCodes)),
+          ),
+        )
+        .orderBy(users.id)
+        .limit(limit)
+    },
+
+    /**
+     * Writes 2FA columns only while the secret and codes are still `expected` (compare-and-set), so a
+     * user enrolling meanwhile keeps what they just set up; answers whether it wrote.
+     */
+    async updateTwoFactorIfUnchanged(
+      id: number,
+      expected: Pick<UserRow, 'twoFactorSecret' | 'twoFactorRecoveryCodes'>,
+      values: Partial<NewUserRow>,
+    ): Promise<boolean> {
+      const same = (
+        column: typeof users.twoFactorSecret | typeof users.twoFactorRecoveryCodes,
+        value: string | null,
+      ) => (value === null ? isNull(column) : eq(column, value))
+      const rows = await db
+        .update(users)
+        .set(values)
+        .where(
+          and(
+            eq(users.id, id),
+            same(users.twoFactorSecret, expected.twoFactorSecret),
+            same(users.twoFactorRecoveryCodes, expected.twoFactorRecoveryCodes),
+          ),
+        )
+        .returning({ id: users.id })
+      if (rows.length > 0) announceUserChanged(id)
+      return rows.length > 0
+    },
+
     /** Like `update`, but answers 'email-taken' when the new email clashes with another user's (any case). */
     async updateUnlessEmailTaken(
       id: number,
@@ -76,6 +119,29 @@ export function createUsersRepository({ db }: { db: Db }) {
       try {
         const [row] = await db.update(users).set(values).where(eq(users.id, id)).returning()
         announceUserChanged(id)
+        return row
+      } catch (error) {
+        if (isUniqueViolation(error)) return 'email-taken'
+        throw error
+      }
+    },
+
+    /**
+     * Makes `pending` the user's email, verified at `now`, if it is still their pending one (compare-
+     * and-set: a link for a replaced address does nothing); 'email-taken' when another user has it.
+     */
+    async switchToPendingEmail(
+      id: number,
+      pending: string,
+      now: Date,
+    ): Promise<UserRow | 'email-taken' | undefined> {
+      try {
+        const [row] = await db
+          .update(users)
+          .set({ email: pending, pendingEmail: null, emailVerifiedAt: now, updatedAt: now })
+          .where(and(eq(users.id, id), eq(users.pendingEmail, pending)))
+          .returning()
+        if (row) announceUserChanged(id)
         return row
       } catch (error) {
         if (isUniqueViolation(error)) return 'email-taken'

@@ -43,11 +43,16 @@ export function createUsersService({ db, clock }: { db: Db; clock: Clock }) {
 
     /**
      * Fortify's password confirmation for a signed-in user's sensitive change: a wrong password is a
-     * 422 on `field` ("The password is incorrect.", Laravel's `current_password` rule).
+     * 422 on `field` ("The password is incorrect.", Laravel's `current_password` rule, unless told otherwise).
      */
-    async confirmPassword(user: UserRow, password: unknown, field = 'password'): Promise<void> {
+    async confirmPassword(
+      user: UserRow,
+      password: unknown,
+      field = 'password',
+      message = 'The password is incorrect.',
+    ): Promise<void> {
       const valid = typeof password === 'string' && (await verifyPassword(user.password, password)).valid
-      if (!valid) throw ValidationError.withMessages({ [field]: ['The password is incorrect.'] })
+      if (!valid) throw ValidationError.withMessages({ [field]: [message] })
     },
 
     /** Replaces the password with an argon2id hash of `plain` (password reset, password update). */
@@ -57,26 +62,48 @@ export function createUsersService({ db, clock }: { db: Db; clock: Clock }) {
 
     /**
      * Fortify's UpdateUserProfileInformation: a changed email (any case) is unverified again; one
-     * another user has is a 422 on `email`. Undefined fields stay as they are; undefined when the
-     * user is gone.
+     * another user has is a 422 on `email`. With `pendingEmail`, a changed email is only stored as
+     * pending instead (the account keeps its address until the new one is verified). Undefined fields
+     * stay as they are; undefined when the user is gone.
      */
-    async updateProfile(user: UserRow, changes: ProfileChanges): Promise<UserRow | undefined> {
+    async updateProfile(
+      user: UserRow,
+      changes: ProfileChanges,
+      { pendingEmail = false }: { pendingEmail?: boolean } = {},
+    ): Promise<UserRow | undefined> {
       const email = changes.email.trim().toLowerCase()
       const emailChanged = email !== user.email.toLowerCase()
       if (emailChanged) {
         const holder = await repo.findByEmail(email)
         if (holder && holder.id !== user.id) throw emailTaken()
       }
+      const emailColumns = !emailChanged
+        ? { email }
+        : pendingEmail
+          ? { pendingEmail: email }
+          : { email, emailVerifiedAt: null, pendingEmail: null }
       const row = await repo.updateUnlessEmailTaken(user.id, {
         name: changes.name.trim(),
-        email,
-        ...(emailChanged ? { emailVerifiedAt: null } : {}),
+        ...emailColumns,
         ...(changes.phone !== undefined ? { phone: changes.phone } : {}),
         ...(changes.timezone !== undefined ? { timezone: changes.timezone } : {}),
         ...(changes.country !== undefined ? { country: changes.country } : {}),
         updatedAt: clock.now(),
       })
       // Two users racing for one address: the unique index decides, the loser gets the same 422.
+      if (row === 'email-taken') throw emailTaken()
+      return row
+    },
+
+    /**
+     * Makes the pending address (the one `user` was read with) the account's, verified now. Answers
+     * undefined when it is no longer pending (replaced, or already switched); another account taking
+     * the address meanwhile is a 422 on `email`.
+     */
+    async switchToPendingEmail(user: UserRow): Promise<UserRow | undefined> {
+      if (!user.pendingEmail) return undefined
+      const now = clock.now()
+      const row = await repo.switchToPendingEmail(user.id, user.pendingEmail, now)
       if (row === 'email-taken') throw emailTaken()
       return row
     },
@@ -92,6 +119,13 @@ export function createUsersService({ db, clock }: { db: Db; clock: Clock }) {
     async updateTwoFactor(user: UserRow, values: TwoFactorColumns): Promise<UserRow> {
       return (await repo.update(user.id, { ...values, updatedAt: clock.now() })) ?? user
     },
+
+    /** Up to `limit` users holding 2FA data, by id, after `afterId` (for sweeps over every account). */
+    withTwoFactorData: (afterId: number, limit: number) => repo.withTwoFactorData(afterId, limit),
+
+    /** Writes the two-factor columns unless someone changed the secret or codes since `user` was read. */
+    updateTwoFactorIfUnchanged: (user: UserRow, values: TwoFactorColumns) =>
+      repo.updateTwoFactorIfUnchanged(user.id, user, { ...values, updatedAt: clock.now() }),
 
     /** Marks a TOTP time step used; false when it (or a later one) already was: no code works twice. */
     claimTwoFactorStep: (userId: number, step: number) => repo.claimTwoFactorStep(userId, step),

@@ -49,6 +49,18 @@ function checkConfirmation(input: { password?: string; password_confirmation?: s
   }
 }
 
+/**
+ * In the transaction deleting `user`'s account by their own hand (DELETE /api/user-profile): takes
+ * the active admins' row locks, as every admin change does, and refuses (403) when `user` is the last
+ * admin who can sign in, so the service is never left without one, however the changes interleave.
+ */
+export async function refuseToDeleteLastAdmin(tx: Db, user: UserRow): Promise<void> {
+  const admins = await createAdminUsersRepository({ db: tx }).lockActiveAdmins()
+  if (admins.length === 1 && admins[0] === user.id) {
+    throw forbidden('The last administrator cannot delete their own account.')
+  }
+}
+
 interface Locked {
   tx: Db
   repo: AdminUsersRepository

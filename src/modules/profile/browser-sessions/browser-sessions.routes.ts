@@ -5,6 +5,7 @@ import { commonErrorResponses, MessageResponse } from '../../../lib/http-schemas
 import { signedInUser } from '../../../plugins/guards.ts'
 import { createSessionsService } from '../../sessions/sessions.service.ts'
 import { createUsersService } from '../../users/users.service.ts'
+import { currentPasswordThrottle } from '../../users/users.throttles.ts'
 import { PasswordConfirmationBody } from '../profile.schemas.ts'
 import { presentBrowserSession } from './browser-sessions.presenters.ts'
 import { BrowserSessionsResponse } from './browser-sessions.schemas.ts'
@@ -39,7 +40,7 @@ export default async function browserSessionsRoutes(
   app.post(
     '/api/user-profile/logout-other-sessions',
     {
-      config: { auth: 'session' },
+      config: { auth: 'session', throttle: currentPasswordThrottle },
       schema: {
         tags,
         body: PasswordConfirmationBody,
