@@ -105,6 +105,10 @@ const config = loadConfig(
     LOG_LEVEL: 'silent',
     UPSTREAM_BASE_URL: upstream.url,
     UPSTREAM_API_TOKEN: TOKEN,
+    // Production requires the socket app's credentials; the bench opens no socket.
+    REVERB_APP_ID: 'bench',
+    REVERB_APP_KEY: 'bench-key',
+    REVERB_APP_SECRET: randomBytes(20).toString('hex'),
     // Long enough that the warm entry stays warm for the whole run.
     CACHE_TTL_SECONDS: '3600',
     // One session sends every request here: its per-user read limit is counted, as always, but set
