@@ -89,6 +89,12 @@ export default async function aiRoutes(fastify: FastifyInstance, { config }: { c
     },
   )
 
+  // A call cannot outlive AI_TIMEOUT_MS; one still `streaming` well past it was cut off by a stop.
+  app.addHook('onReady', async () => {
+    const closed = await calls.closeInterrupted(config.ai.timeoutMs + 60_000)
+    if (closed > 0) log.warn({ closed }, 'AI calls interrupted by a stop recorded as failed')
+  })
+
   for (const agent of AGENTS) {
     app.post(
       `/api/ai/agents/${agent}`,

@@ -23,6 +23,9 @@ export interface AiCallHandle {
  * Records AI calls: a `streaming` row when one starts, its outcome (tokens, tools, duration, masked
  * error) when it ends, and `AiCallCompleted` or `AiCallFailed` (for failures and aborts alike).
  */
+/** What a call left `streaming` by a stopped process is recorded as. */
+export const INTERRUPTED_REASON = 'The call was interrupted: the server stopped.'
+
 export function createAiCallRecorder({
   db,
   clock,
@@ -34,6 +37,15 @@ export function createAiCallRecorder({
 }) {
   const repo = createAiCallsRepository({ db })
   return {
+    /**
+     * Closes the rows of calls no process is making any more (their server stopped mid-call): any
+     * still `streaming` after `maxAgeMs` (longer than a call may last), as failed. Answers how many.
+     */
+    closeInterrupted(maxAgeMs: number): Promise<number> {
+      const now = clock.now()
+      return repo.failStale(new Date(now.getTime() - maxAgeMs), INTERRUPTED_REASON, now)
+    },
+
     /**
      * Starts recording a call. The row is written while the model is already being asked: a
      * database round trip (a queue of them, under load) is not added to the user's wait for the

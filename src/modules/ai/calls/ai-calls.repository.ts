@@ -1,4 +1,4 @@
-import { eq } from 'drizzle-orm'
+import { and, eq, lt } from 'drizzle-orm'
 import type { Db } from '../../../db/client.ts'
 import {
   type AiCallRow,
@@ -43,6 +43,16 @@ export function createAiCallsRepository({ db }: { db: Db }) {
 
     async finish(id: number, outcome: AiCallOutcome): Promise<void> {
       await db.update(aiCalls).set(outcome).where(eq(aiCalls.id, id))
+    },
+
+    /** Marks `streaming` rows started before `before` as failed with `reason`; answers how many. */
+    async failStale(before: Date, reason: string, now: Date): Promise<number> {
+      const rows = await db
+        .update(aiCalls)
+        .set({ status: 'failed', error: reason, finishedAt: now })
+        .where(and(eq(aiCalls.status, 'streaming'), lt(aiCalls.createdAt, before)))
+        .returning({ id: aiCalls.id })
+      return rows.length
     },
 
     async find(id: number): Promise<AiCallRow | undefined> {
