@@ -112,7 +112,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   await app.register(eventsPlugin)
   await app.register(dbPlugin, { database })
   await app.register(redisPlugin, { redis })
-  await app.register(outboxPlugin)
+  await app.register(outboxPlugin, { retentionDays: config.outboxRetentionDays })
   await app.register(mailerPlugin, { config })
   await app.register(storagePlugin, { config })
   await app.register(cookie)

@@ -47,8 +47,9 @@ describe('loadConfig', () => {
       databaseUrl: undefined,
       redisUrl: undefined,
       frontendOrigins: [],
-      session: { lifetimeMinutes: 120, secureCookie: false },
+      session: { lifetimeMinutes: 120, absoluteLifetimeMinutes: 720, secureCookie: false },
       mail: { url: undefined, from: 'Trading App <no-reply@localhost>' },
+      outboxRetentionDays: 14,
       logLevel: 'info',
     })
     expect(Object.isFrozen(config)).toBe(true)
@@ -71,6 +72,10 @@ describe('loadConfig', () => {
     expect(config.port).toBe(9002)
     expect(config.host).toBe('0.0.0.0')
     expect(config.session.lifetimeMinutes).toBe(30)
+    expect(loadConfig({ SESSION_ABSOLUTE_LIFETIME: '60', OUTBOX_RETENTION_DAYS: '30' }, cwd)).toMatchObject({
+      session: { lifetimeMinutes: 30, absoluteLifetimeMinutes: 60 },
+      outboxRetentionDays: 30,
+    })
     expect(config.appKey).toBe(APP_KEY)
     expect(config.frontendOrigins).toEqual(['https://app.example.com'])
   })
@@ -87,6 +92,10 @@ describe('loadConfig', () => {
     ['PORT', 'abc'],
     ['PORT', '70000'],
     ['SESSION_LIFETIME', '0'],
+    ['SESSION_ABSOLUTE_LIFETIME', '0'],
+    ['SESSION_ABSOLUTE_LIFETIME', '12h'],
+    ['OUTBOX_RETENTION_DAYS', '0'],
+    ['OUTBOX_RETENTION_DAYS', '-1'],
     ['DATABASE_URL', 'mysql://x'],
     ['FRONTEND_URL', 'not a url'],
     ['LOG_LEVEL', 'loud'],

@@ -19,9 +19,11 @@ const Env = Type.Object({
   REDIS_PREFIX: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,64}$' })),
   FRONTEND_URL: Type.Optional(Type.String()),
   SESSION_LIFETIME: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
+  SESSION_ABSOLUTE_LIFETIME: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
   SESSION_SECURE_COOKIE: Type.Optional(Type.String({ pattern: '^(true|false|1|0|)$' })),
   TRUSTED_PROXIES: Type.Optional(Type.String({ maxLength: 4096 })),
   MAIL_URL: Type.Optional(Type.String({ pattern: '^smtps?://' })),
+  OUTBOX_RETENTION_DAYS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,4}$' })),
   MAIL_FROM: Type.Optional(Type.String({ minLength: 3 })),
   LOG_LEVEL: Type.Optional(Type.String({ pattern: '^(fatal|error|warn|info|debug|trace|silent)$' })),
   UPSTREAM_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$' })),
@@ -66,14 +68,24 @@ export interface Config {
   /** Put before every key and pub/sub channel, so services sharing a Redis server stay apart. */
   readonly redisPrefix: string
   readonly frontendOrigins: readonly string[]
-  /** Secure cookies: SESSION_SECURE_COOKIE when set, else whether APP_URL is https. */
-  readonly session: { readonly lifetimeMinutes: number; readonly secureCookie: boolean }
+  /**
+   * `lifetimeMinutes`: idle lifetime (SESSION_LIFETIME); `absoluteLifetimeMinutes`: how long a session
+   * lives from its start however active (SESSION_ABSOLUTE_LIFETIME). Secure cookies: SESSION_SECURE_COOKIE
+   * when set, else whether APP_URL is https.
+   */
+  readonly session: {
+    readonly lifetimeMinutes: number
+    readonly absoluteLifetimeMinutes: number
+    readonly secureCookie: boolean
+  }
   /**
    * The load balancers whose X-Forwarded-For (and -Proto, -Host) is believed: addresses, CIDR ranges,
    * or proxy-addr's `loopback`, `linklocal`, `uniquelocal`. Empty: the peer address is the client.
    */
   readonly trustedProxies: readonly string[]
   readonly mail: { readonly url: string | undefined; readonly from: string }
+  /** Days a sent outbox row (a delivered mail) is kept before the background prune deletes it. */
+  readonly outboxRetentionDays: number
   readonly logLevel: string
   readonly upstream: {
     /** Unset outside production means: run the built-in simulator (see server.ts). */
@@ -264,6 +276,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
     frontendOrigins: Object.freeze(frontendOrigins),
     session: Object.freeze({
       lifetimeMinutes: Number(env.SESSION_LIFETIME ?? 120),
+      absoluteLifetimeMinutes: Number(env.SESSION_ABSOLUTE_LIFETIME ?? 720),
       secureCookie:
         env.SESSION_SECURE_COOKIE === undefined
           ? appUrl.startsWith('https://')
@@ -271,6 +284,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
     }),
     trustedProxies: Object.freeze(trustedProxies),
     mail: Object.freeze({ url: env.MAIL_URL, from: env.MAIL_FROM ?? 'Trading App <no-reply@localhost>' }),
+    outboxRetentionDays: Number(env.OUTBOX_RETENTION_DAYS ?? 14),
     logLevel: env.LOG_LEVEL ?? (nodeEnv === 'test' ? 'silent' : 'info'),
     upstream: Object.freeze({
       baseUrl: env.UPSTREAM_BASE_URL?.replace(/\/+$/, ''),

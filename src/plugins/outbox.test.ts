@@ -1,5 +1,5 @@
 import { inArray, sql } from 'drizzle-orm'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { buildTestApp, type TestApp } from '../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../test/helpers/client.ts'
 import { minutes } from '../../test/helpers/clock.ts'
@@ -9,6 +9,7 @@ import {
   createServerDatabase,
   openTestDatabase,
   type ServerDatabase,
+  sharedDatabase,
 } from '../../test/helpers/test-database.ts'
 import { type Database, type Db, openDatabase } from '../db/client.ts'
 import { outbox } from '../db/schema/index.ts'
@@ -50,6 +51,8 @@ describe('the mail outbox', () => {
         const res = await new TestClient(t.baseUrl).post('/api/password/email', { email })
         expect(res.status).toBe(200)
       }
+      // The first pass runs the forgot-password jobs, which queue the mails; the second tries those.
+      await t.app.outbox.drain()
       await t.app.outbox.drain()
       let rows = await rowsTo(t.database.db, emails)
       expect(rows).toHaveLength(4)
@@ -135,6 +138,75 @@ describe('the mail outbox', () => {
 // really overlap (FOR UPDATE SKIP LOCKED); on PGlite they share its one connection. Their clocks agree,
 // as NTP keeps real instances' clocks well inside the claim's lease (the first app's is hours ahead).
 const postgresServerUrl = process.env.TEST_DATABASE_URL
+describe('pruning delivered rows', () => {
+  const days = (n: number) => n * 24 * 60 * 60_000
+
+  /** Mails queued 13 to 31 days ago, sent or not, written behind the apps' backs; answers their recipients. */
+  async function seed(now: number) {
+    const row = (to: string, ageDays: number, state: 'sent' | 'failed' | 'pending') => {
+      const at = new Date(now - days(ageDays))
+      return {
+        kind: 'mail',
+        payload: { to, subject: 'Old', sealed: 'x' },
+        availableAt: state === 'pending' ? new Date(now + days(1)) : at,
+        createdAt: at,
+        sentAt: state === 'sent' ? at : null,
+        failedAt: state === 'failed' ? at : null,
+        attempts: state === 'pending' ? 0 : 1,
+      }
+    }
+    const suffix = `${now}-${Math.random().toString(36).slice(2)}`
+    const to = {
+      oldSent: `old-sent-${suffix}@example.com`,
+      recentSent: `recent-sent-${suffix}@example.com`,
+      oldFailed: `old-failed-${suffix}@example.com`,
+      oldPending: `old-pending-${suffix}@example.com`,
+      ancientSent: `ancient-sent-${suffix}@example.com`,
+    }
+    await t.database.db
+      .insert(outbox)
+      .values([
+        row(to.oldSent, 15, 'sent'),
+        row(to.recentSent, 13, 'sent'),
+        row(to.oldFailed, 30, 'failed'),
+        row(to.oldPending, 30, 'pending'),
+        row(to.ancientSent, 31, 'sent'),
+      ])
+    return to
+  }
+  const stored = async (to: string) => (await rowsTo(t.database.db, [to])).length === 1
+
+  it('deletes rows sent more than OUTBOX_RETENTION_DAYS (14) ago in the background once the app is up', async () => {
+    // Another app on the same database: its clock starts at the real time, and it prunes at start.
+    const to = await seed(Date.now())
+    const other = await buildTestApp({ database: sharedDatabase(t.database) })
+    try {
+      await vi.waitFor(async () => expect(await stored(to.oldSent)).toBe(false), { timeout: 5000 })
+      expect(await stored(to.ancientSent)).toBe(false)
+      // Sent within the retention, given up on, or still waiting: kept.
+      expect(await stored(to.recentSent)).toBe(true)
+      expect(await stored(to.oldFailed)).toBe(true)
+      expect(await stored(to.oldPending)).toBe(true)
+    } finally {
+      await other.close()
+    }
+  })
+
+  it('keeps them as long as OUTBOX_RETENTION_DAYS says', async () => {
+    const to = await seed(Date.now())
+    const other = await buildTestApp({
+      env: { OUTBOX_RETENTION_DAYS: '20' },
+      database: sharedDatabase(t.database),
+    })
+    try {
+      await vi.waitFor(async () => expect(await stored(to.ancientSent)).toBe(false), { timeout: 5000 })
+      expect(await stored(to.oldSent)).toBe(true)
+    } finally {
+      await other.close()
+    }
+  })
+})
+
 describe('two instances on one database', () => {
   let server: ServerDatabase | undefined
   let pglite: Database | undefined

@@ -9,6 +9,7 @@ import {
   type OutboxWorkerOptions,
   type PassStats,
 } from '../lib/outbox/outbox.worker.ts'
+import { createPeriodicTask } from '../lib/periodic.ts'
 
 export interface Outbox {
   /**
@@ -31,8 +32,17 @@ declare module 'fastify' {
   }
 }
 
-/** `app.outbox`: durable side effects (mail, chat analyses), delivered by workers that start with the app. */
-async function outboxPlugin(app: FastifyInstance, { options }: { options?: OutboxWorkerOptions } = {}) {
+/** How often delivered rows past OUTBOX_RETENTION_DAYS are deleted (and once when the app is ready). */
+export const OUTBOX_PRUNE_EVERY_MS = 60 * 60_000
+
+/**
+ * `app.outbox`: durable side effects (mail, chat analyses), delivered by workers that start with the
+ * app. Rows delivered more than `retentionDays` ago are deleted in the background.
+ */
+async function outboxPlugin(
+  app: FastifyInstance,
+  { options, retentionDays = 14 }: { options?: OutboxWorkerOptions; retentionDays?: number } = {},
+) {
   const log = app.log.child({ component: 'outbox' })
   const newWorker = (workerOptions?: OutboxWorkerOptions) =>
     createOutboxWorker({ db: app.db, clock: app.clock, log, options: workerOptions })
@@ -67,13 +77,28 @@ async function outboxPlugin(app: FastifyInstance, { options }: { options?: Outbo
     },
   } satisfies Outbox)
 
+  // A delivered mail is kept a while for operators (what was sent, when), then goes: its sealed body
+  // holds links (a reset token) that should not outlive their use in a table or its backups.
+  const pruner = createPeriodicTask(
+    async () => {
+      const sentBefore = new Date(app.clock.now().getTime() - retentionDays * 24 * 60 * 60_000)
+      const deleted = await createOutboxRepository({ db: app.db }).deleteSentBefore(sentBefore)
+      if (deleted > 0) log.info({ deleted, retentionDays }, 'outbox: delivered rows pruned')
+    },
+    {
+      everyMs: OUTBOX_PRUNE_EVERY_MS,
+      onError: (err) => log.warn({ err }, 'outbox: pruning delivered rows failed'),
+    },
+  )
+
   app.addHook('onReady', async () => {
     for (const worker of workers) worker.start()
+    pruner.start()
   })
   // preClose runs before every onClose hook, so the mail transport and the database (closed there)
   // are still open while the delivery under way finishes. Rows queued after this wait for the next start.
   app.addHook('preClose', async () => {
-    await Promise.all(workers.map((worker) => worker.stop()))
+    await Promise.all([...workers.map((worker) => worker.stop()), pruner.stop()])
   })
 }
 

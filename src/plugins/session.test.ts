@@ -127,6 +127,42 @@ describe('session cache, one instance', () => {
     expect((await client.get('/api/user')).status).toBe(401)
   })
 
+  it('ends a session 12 hours after it began (SESSION_ABSOLUTE_LIFETIME), however active, while cached', async () => {
+    const { client } = await signedInClient(t)
+    // A request every 110 minutes keeps it from idling out (120); 660 minutes in, it still lives.
+    for (let elapsed = 110; elapsed <= 660; elapsed += 110) {
+      t.clock.advance(minutes(110))
+      expect((await client.get('/api/user')).status).toBe(200)
+    }
+    t.clock.advance(minutes(61))
+    const ended = await client.get('/api/user')
+    expect(ended.status).toBe(401)
+    expect(ended.headers.getSetCookie().some((line) => line.startsWith('app_session=;'))).toBe(true)
+    // Signing in again starts a new session, with a new 12 hours.
+    const { client: again } = await signedInClient(t)
+    expect((await again.get('/api/user')).status).toBe(200)
+  })
+
+  it('takes SESSION_ABSOLUTE_LIFETIME in minutes; the cookies expire with it when it comes first', async () => {
+    const short = await buildTestApp({
+      env: { SESSION_ABSOLUTE_LIFETIME: '30' },
+      database: sharedDatabase(t.database),
+    })
+    try {
+      const { client } = await signedInClient(short)
+      short.clock.advance(minutes(25))
+      const res = await client.get('/api/user')
+      expect(res.status).toBe(200)
+      const cookies = res.headers.getSetCookie()
+      expect(cookies.find((line) => line.startsWith('app_session='))).toMatch(/; Max-Age=300;/)
+      expect(cookies.find((line) => line.startsWith('XSRF-TOKEN='))).toMatch(/; Max-Age=300;/)
+      short.clock.advance(minutes(5) + 1000)
+      expect((await client.get('/api/user')).status).toBe(401)
+    } finally {
+      await short.close()
+    }
+  })
+
   it('honours a change nobody announced (made in SQL) within the cache lifetime', async () => {
     const { client, user } = await signedInClient(t)
     expect((await client.get('/api/user')).status).toBe(200)
@@ -183,7 +219,7 @@ describe.each(redisUrl ? ['redis'] : [])('session cache, two instances sharing %
 })
 
 describe('the sweep of idle sessions', () => {
-  it('deletes sessions idle past the lifetime in the background once the app is up, with no request', async () => {
+  it('deletes sessions idle past the lifetime or past the absolute one in the background once the app is up, with no request', async () => {
     const a = await buildTestApp()
     try {
       const now = unixSeconds(a.clock)
@@ -197,13 +233,17 @@ describe('the sweep of idle sessions', () => {
         payload: { csrfToken: 'token' },
         lastActivity: now - idleMinutes * 60,
       })
+      // Active a minute ago, but begun more than 12 hours ago (SESSION_ABSOLUTE_LIFETIME).
+      const old = id()
+      const tooOld = { ...row(old, 1), createdAt: now - 721 * 60 }
       // Stored behind A's back, after its own start: nobody asks for them.
-      await a.database.db.insert(sessions).values([row(idle, 121), row(live, 119)])
+      await a.database.db.insert(sessions).values([row(idle, 121), row(live, 119), tooOld])
       const stored = async (sessionId: string) =>
         (await a.database.db.select().from(sessions).where(eq(sessions.id, sessionId))).length === 1
       const b = await buildTestApp({ database: sharedDatabase(a.database) })
       try {
         expect(await within(5_000, async () => !(await stored(idle)))).toBe(true)
+        expect(await stored(old)).toBe(false)
         expect(await stored(live)).toBe(true)
       } finally {
         await b.close()

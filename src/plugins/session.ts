@@ -5,6 +5,7 @@ import type { Redis } from 'ioredis'
 import { LRUCache } from 'lru-cache'
 import type { Config } from '../config.ts'
 import type { SessionPayload, SessionRow, UserRow } from '../db/schema/index.ts'
+import { createPeriodicTask } from '../lib/periodic.ts'
 import { createSessionCache } from '../lib/session-cache.ts'
 import { userChanges } from '../lib/user-changes.ts'
 import {
@@ -16,7 +17,7 @@ import {
 export const SESSION_COOKIE = 'app_session'
 export const XSRF_COOKIE = 'XSRF-TOKEN'
 const PUBLIC_CACHING = /(^|,)\s*public\s*(,|=|$)/i
-/** How often idle sessions are deleted, in the background (and once when the app is ready). */
+/** How often expired sessions are deleted, in the background (and once when the app is ready). */
 export const SESSION_SWEEP_EVERY_MS = 10 * 60_000
 
 /** What handlers do with the current request's session; the cookies follow in the response. */
@@ -53,6 +54,7 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     db: app.db,
     clock: app.clock,
     lifetimeMinutes: config.session.lifetimeMinutes,
+    absoluteLifetimeMinutes: config.session.absoluteLifetimeMinutes,
   })
   const cache = createSessionCache<SessionRow, UserRow>((entry) => entry.session.userId)
   const fanOut = await sessionFanOut(app, cache)
@@ -65,31 +67,23 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     return fanOut.publish({ users: [userId] })
   }
   const stopListening = userChanges.on('changed', (userId) => void forgetUser(userId))
-  // Sessions idle past the lifetime are deleted by a timer, never by the request that happens to run
-  // it (Laravel's lottery made one request in fifty pay for the whole table). Every instance sweeps;
-  // the delete is the same whoever runs it.
-  let sweeping: Promise<void> | null = null
-  const sweep = () => {
-    sweeping ??= sessions
-      .sweepIdle()
-      .catch((error: unknown) => app.log.warn({ err: error }, 'sessions: the sweep of idle sessions failed'))
-      .finally(() => {
-        sweeping = null
-      })
-  }
-  let sweeper: NodeJS.Timeout | undefined
-  app.addHook('onReady', async () => {
-    sweep()
-    sweeper = setInterval(sweep, SESSION_SWEEP_EVERY_MS).unref()
+  // Expired sessions (idle past the lifetime, or older than the absolute one) are deleted by a timer,
+  // never by the request that happens to run it (Laravel's lottery made one request in fifty pay for
+  // the whole table). Every instance sweeps; the delete is the same whoever runs it. Requests do not
+  // wait for it: each checks its own session's expiry (keepAlive), cached or not.
+  const sweeper = createPeriodicTask(() => sessions.sweepExpired(), {
+    everyMs: SESSION_SWEEP_EVERY_MS,
+    onError: (error) => app.log.warn({ err: error }, 'sessions: the sweep of expired sessions failed'),
   })
+  app.addHook('onReady', async () => sweeper.start())
   app.addHook('onClose', async () => {
-    clearInterval(sweeper)
-    await sweeping
+    await sweeper.stop()
     stopListening()
     await fanOut.close()
   })
 
   const maxAge = config.session.lifetimeMinutes * 60
+  const absoluteLifetime = config.session.absoluteLifetimeMinutes * 60
   const cookieBase = { path: '/', sameSite: 'lax', secure: config.session.secureCookie } as const
 
   const clientInfo = (request: FastifyRequest) => ({
@@ -167,20 +161,24 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     request.user = { ...entry.user }
   })
 
-  // Sliding expiry, as Laravel: both cookies are sent again on every response of a live session.
+  // Sliding expiry, as Laravel: both cookies are sent again on every response of a live session,
+  // expiring with the idle lifetime, or at the session's absolute end when that comes first.
   // Serialising them cost about a tenth of a cached read; their bytes change only with the session
   // or the Expires second, so a session's pair is kept for that second (with what it was made from).
   const cookieLines = new LRUCache<string, { made: string; lines: string[] }>({ max: 10_000 })
-  const setCookieLines = (session: ActiveSession, expiresMs: number) => {
-    const expiresSecond = Math.floor(expiresMs / 1000)
+  const setCookieLines = (session: ActiveSession, nowMs: number) => {
+    const nowSecond = Math.floor(nowMs / 1000)
+    const expiresSecond = Math.min(nowSecond + maxAge, session.row.createdAt + absoluteLifetime)
+    const cookieMaxAge = Math.max(0, expiresSecond - nowSecond)
     const csrfToken = session.row.payload.csrfToken
-    const made = `${expiresSecond} ${session.token} ${csrfToken}`
+    const made = `${expiresSecond} ${cookieMaxAge} ${session.token} ${csrfToken}`
     const kept = cookieLines.get(session.row.id)
     if (kept?.made === made) return kept.lines
     const expires = new Date(expiresSecond * 1000)
+    const options = { ...cookieBase, maxAge: cookieMaxAge, expires }
     const lines = [
-      app.serializeCookie(SESSION_COOKIE, session.token, { ...cookieBase, httpOnly: true, maxAge, expires }),
-      app.serializeCookie(XSRF_COOKIE, csrfToken, { ...cookieBase, httpOnly: false, maxAge, expires }),
+      app.serializeCookie(SESSION_COOKIE, session.token, { ...options, httpOnly: true }),
+      app.serializeCookie(XSRF_COOKIE, csrfToken, { ...options, httpOnly: false }),
     ]
     cookieLines.set(session.row.id, { made, lines })
     return lines
@@ -193,7 +191,7 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     }
     if (request.session) {
       // Appended to whatever Set-Cookie lines the route wrote (fastify copies the array).
-      reply.header('set-cookie', setCookieLines(request.session, app.clock.now().getTime() + maxAge * 1000))
+      reply.header('set-cookie', setCookieLines(request.session, app.clock.now().getTime()))
     } else if (request.cookies[SESSION_COOKIE]) {
       reply.clearCookie(SESSION_COOKIE, cookieBase)
     }

@@ -1,11 +1,15 @@
+import { sql } from 'drizzle-orm'
 import { bigint, index, integer, jsonb, pgTable, text, varchar } from 'drizzle-orm/pg-core'
 import { users } from './users.ts'
 
 /** What a session carries besides its user: the CSRF token, a pending two-factor login. */
 export interface SessionPayload {
   csrfToken: string
-  /** A right password awaiting its second factor; `startedAt` (unix seconds) lets it expire. */
-  pendingLogin?: { userId: number; remember: boolean; startedAt: number }
+  /**
+   * A right password awaiting its second factor; `startedAt` (unix seconds) lets it expire, and
+   * `credentials` (a digest of the password hash it was started with) ends it when the password changes.
+   */
+  pendingLogin?: { userId: number; remember: boolean; startedAt: number; credentials?: string }
   /** When (unix seconds) the signed-in user last confirmed the password (Fortify's password.confirm). */
   passwordConfirmedAt?: number
 }
@@ -20,10 +24,13 @@ export const sessions = pgTable(
     userAgent: text('user_agent'),
     payload: jsonb('payload').$type<SessionPayload>().notNull(),
     lastActivity: integer('last_activity').notNull(),
+    // When (unix seconds) the session began: it ends SESSION_ABSOLUTE_LIFETIME later, however active.
+    createdAt: integer('created_at').notNull().default(sql`extract(epoch from now())::integer`),
   },
   (t) => [
     index('sessions_user_id_index').on(t.userId),
     index('sessions_last_activity_index').on(t.lastActivity),
+    index('sessions_created_at_index').on(t.createdAt),
   ],
 )
 

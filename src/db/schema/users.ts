@@ -1,5 +1,9 @@
 import { sql } from 'drizzle-orm'
-import { bigint, boolean, pgTable, text, timestamp, uniqueIndex, varchar } from 'drizzle-orm/pg-core'
+import { bigint, boolean, index, pgTable, text, timestamp, uniqueIndex, varchar } from 'drizzle-orm/pg-core'
+
+/** SQL: whether `users.password` is a bcrypt hash (`$2a$`, `$2b$`, `$2y$`), and its two-digit cost. */
+export const IS_BCRYPT = sql.raw(`"users"."password" like '$2_$%'`)
+export const BCRYPT_COST = sql.raw(`substr("users"."password", 5, 2)`)
 
 export const users = pgTable(
   'users',
@@ -25,8 +29,13 @@ export const users = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true, precision: 6 }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true, precision: 6 }).notNull().defaultNow(),
   },
-  // Emails are unique whatever their case.
-  (t) => [uniqueIndex('users_email_lower_unique').on(sql`lower(${t.email})`)],
+  (t) => [
+    // Emails are unique whatever their case.
+    uniqueIndex('users_email_lower_unique').on(sql`lower(${t.email})`),
+    // The cost of the bcrypt hashes imported from the Laravel original and not yet rehashed: a login
+    // spends that much on a decoy for every other account (see users.service verifyCredentials).
+    index('users_bcrypt_cost_index').on(sql`${BCRYPT_COST}`).where(sql`${IS_BCRYPT}`),
+  ],
 )
 
 export type UserRow = typeof users.$inferSelect

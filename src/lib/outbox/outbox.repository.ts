@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, isNull, lte, sql } from 'drizzle-orm'
+import { and, asc, eq, inArray, isNull, lt, lte, sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { type OutboxRow, outbox } from '../../db/schema/index.ts'
 
@@ -61,6 +61,12 @@ export function createOutboxRepository({ db }: { db: Db }) {
         .update(outbox)
         .set(retryAt ? { lastError: error, availableAt: retryAt } : { lastError: error, failedAt: now })
         .where(eq(outbox.id, id))
+    },
+
+    /** Deletes the rows delivered before `sentBefore` (failed and waiting ones stay); answers how many. */
+    async deleteSentBefore(sentBefore: Date): Promise<number> {
+      const rows = await db.delete(outbox).where(lt(outbox.sentAt, sentBefore)).returning({ id: outbox.id })
+      return rows.length
     },
 
     /** Counts for operators. */

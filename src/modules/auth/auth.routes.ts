@@ -55,7 +55,7 @@ export default async function authRoutes(fastify: FastifyInstance, { config }: {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   const users = createUsersService({ db: app.db, clock: app.clock })
   const verification = createEmailVerificationService({ config, clock: app.clock, mailer: app.mailer, users })
-  const auth = createAuthService({ users, clock: app.clock })
+  const auth = createAuthService({ users, clock: app.clock, verification })
   const ledger = createLedgerService({ db: app.db, clock: app.clock })
   const tags = ['auth']
 
@@ -74,8 +74,6 @@ export default async function authRoutes(fastify: FastifyInstance, { config }: {
     async (request, reply) => {
       const user = await auth.register(request.body)
       await app.sessionControl.signIn(request, user)
-      // Laravel's Registered event: the verification link is queued; the outbox sends it after the answer.
-      await verification.sendLink(user)
       const credits = await ledger.summary(user.id)
       return reply.code(201).send(presentUser(user, { appUrl: config.appUrl, credits }))
     },

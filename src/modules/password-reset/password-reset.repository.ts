@@ -1,6 +1,6 @@
-import { and, eq, gte, lte } from 'drizzle-orm'
+import { and, eq, gte, lt, lte, or, sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
-import { passwordResetTokens } from '../../db/schema/index.ts'
+import { passwordResetTokens, users } from '../../db/schema/index.ts'
 
 export function createPasswordResetRepository({ db }: { db: Db }) {
   return {
@@ -21,6 +21,22 @@ export function createPasswordResetRepository({ db }: { db: Db }) {
       return rows.length > 0
     },
 
+    /** Whether the email's token is `tokenHash` and was made at or after `notBefore` (without using it). */
+    async isLive(email: string, tokenHash: string, notBefore: Date): Promise<boolean> {
+      const rows = await db
+        .select({ email: passwordResetTokens.email })
+        .from(passwordResetTokens)
+        .where(
+          and(
+            eq(passwordResetTokens.email, email),
+            eq(passwordResetTokens.token, tokenHash),
+            gte(passwordResetTokens.createdAt, notBefore),
+          ),
+        )
+        .limit(1)
+      return rows.length > 0
+    },
+
     /**
      * Deletes the email's token when it is `tokenHash` and was made at or after `notBefore`; answers
      * whether it did. Deleting is the check, so a token works once even when two resets race.
@@ -37,6 +53,16 @@ export function createPasswordResetRepository({ db }: { db: Db }) {
         )
         .returning({ email: passwordResetTokens.email })
       return rows.length > 0
+    },
+
+    /** Deletes tokens made before `notBefore` and those of an address no account has; answers how many. */
+    async deleteStale(notBefore: Date): Promise<number> {
+      const accountHasIt = sql`exists (select 1 from ${users} where lower(${users.email}) = lower(${passwordResetTokens.email}))`
+      const rows = await db
+        .delete(passwordResetTokens)
+        .where(or(lt(passwordResetTokens.createdAt, notBefore), sql`not ${accountHasIt}`))
+        .returning({ email: passwordResetTokens.email })
+      return rows.length
     },
   }
 }

@@ -2,11 +2,12 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from '../../config.ts'
 import { commonErrorResponses, MessageResponse } from '../../lib/http-schemas.ts'
+import { createPeriodicTask } from '../../lib/periodic.ts'
 import { bodyText } from '../../lib/validation.ts'
 import type { ThrottleRule } from '../../plugins/guards.ts'
 import { createUsersService } from '../users/users.service.ts'
 import { ForgotPasswordBody, ResetPasswordBody } from './password-reset.schemas.ts'
-import { createPasswordResetService } from './password-reset.service.ts'
+import { createPasswordResetService, RESET_LINK_JOB } from './password-reset.service.ts'
 
 // 6 a minute per address, counted before anyone looks the address up: a throttled known email gets
 // the very 429 an unknown one gets, and nobody can flood one inbox by rotating IPs.
@@ -18,6 +19,9 @@ const forgotThrottle: ThrottleRule = {
   key: (request) => bodyText(request.body, 'email').trim().toLowerCase(),
 }
 
+/** How often unusable reset tokens (expired, or of no account) are deleted, and once at start. */
+export const RESET_TOKEN_PRUNE_EVERY_MS = 60 * 60_000
+
 /** Fortify's forgot-password and reset-password, under the spec's paths. */
 export default async function passwordResetRoutes(fastify: FastifyInstance, { config }: { config: Config }) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
@@ -27,16 +31,25 @@ export default async function passwordResetRoutes(fastify: FastifyInstance, { co
     config,
     clock: app.clock,
     mailer: app.mailer,
+    outbox: app.outbox,
     users,
   })
   const tags = ['auth']
+  // Forgot-password's work (look-up, token, mail) runs after its answer, wherever the outbox runs it.
+  app.outbox.handle(RESET_LINK_JOB, (payload) => passwordReset.issueLink(payload))
+  const pruner = createPeriodicTask(() => passwordReset.prune(), {
+    everyMs: RESET_TOKEN_PRUNE_EVERY_MS,
+    onError: (err) => app.log.warn({ err }, 'password reset: pruning tokens failed'),
+  })
+  app.addHook('onReady', async () => pruner.start())
+  app.addHook('preClose', async () => pruner.stop())
   const response = { 200: MessageResponse, ...commonErrorResponses }
 
   app.post(
     '/api/password/email',
     { config: { throttle: forgotThrottle }, schema: { tags, body: ForgotPasswordBody, response } },
     async (request) => {
-      await passwordReset.sendResetLink(request.body.email)
+      await passwordReset.requestLink(request.body.email)
       return { message: 'We have emailed your password reset link.' }
     },
   )

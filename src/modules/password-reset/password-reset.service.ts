@@ -5,14 +5,19 @@ import type { UserRow } from '../../db/schema/index.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { ValidationError } from '../../lib/errors.ts'
 import { renderMail } from '../../lib/mail/message.ts'
+import { hashPassword } from '../../lib/passwords.ts'
 import type { Mailer } from '../../plugins/mailer.ts'
-import type { UsersService } from '../users/users.service.ts'
+import type { Outbox } from '../../plugins/outbox.ts'
+import { createUsersService, type UsersService } from '../users/users.service.ts'
 import { createPasswordResetRepository } from './password-reset.repository.ts'
 import type { ResetPasswordBody } from './password-reset.schemas.ts'
 
 // Laravel's auth.passwords.users: tokens live 60 minutes, and a new one is made at most every 60 seconds.
 const TOKEN_LIFETIME_MS = 60 * 60_000
 const REISSUE_AFTER_MS = 60_000
+
+/** The outbox kind of a forgot-password request, whose work (look-up, token, mail) runs after the answer. */
+export const RESET_LINK_JOB = 'password-reset-link'
 
 // The token is mailed, never stored: a leaked table holds only SHA-256 hashes of 256-bit randoms.
 const hashToken = (token: string) => createHash('sha256').update(token).digest('hex')
@@ -24,6 +29,7 @@ export function createPasswordResetService(deps: {
   config: Config
   clock: Clock
   mailer: Mailer
+  outbox: Pick<Outbox, 'enqueue'>
   users: UsersService
 }) {
   const { config, clock, mailer, users } = deps
@@ -40,15 +46,30 @@ export function createPasswordResetService(deps: {
 
   return {
     /**
-     * Fortify's forgot-password without its tells: an unknown email, or a link asked for again within a
-     * minute, mails nothing but answers the same. The token and its mail are stored in one transaction
-     * (a token whose mail was never queued would block a retry for a minute); the outbox sends it.
+     * Fortify's forgot-password, answered the same for every address: the request only queues the
+     * work (one outbox row, whatever the address), so a known email, an unknown one and a repeat
+     * within a minute cost the same before the answer. `issueLink` does the work after it.
      */
-    async sendResetLink(email: string): Promise<void> {
-      const user = await users.findByEmail(email)
+    async requestLink(email: string): Promise<void> {
+      await deps.outbox.enqueue(RESET_LINK_JOB, {
+        email: email.trim(),
+        requestedAt: clock.now().toISOString(),
+      })
+    },
+
+    /**
+     * The queued work of one forgot-password request: for a known address, a token and its mail,
+     * stored in one transaction (a token whose mail was never queued would block a retry for a
+     * minute); nothing for an unknown address, or when the address had a link made within the minute
+     * before the request (Laravel's throttle). Dated by the request, so a late or repeated run
+     * changes nothing. The outbox sends the mail.
+     */
+    async issueLink(payload: Record<string, unknown>): Promise<void> {
+      const requestedAt = new Date(String(payload.requestedAt))
+      if (typeof payload.email !== 'string' || Number.isNaN(requestedAt.getTime())) return
+      const user = await users.findByEmail(payload.email)
       if (!user) return
       const token = randomBytes(32).toString('hex')
-      const now = clock.now()
       const mail = renderMail(user.email, {
         subject: 'Reset Password Notification',
         lines: [
@@ -64,8 +85,8 @@ export function createPasswordResetService(deps: {
         const issued = await createPasswordResetRepository({ db: tx }).issue(
           user.email,
           hashToken(token),
-          now,
-          new Date(now.getTime() - REISSUE_AFTER_MS),
+          requestedAt,
+          new Date(requestedAt.getTime() - REISSUE_AFTER_MS),
         )
         if (issued) await mailer.queue(mail, tx)
       })
@@ -73,32 +94,49 @@ export function createPasswordResetService(deps: {
 
     /**
      * Sets a new password with a live token, which is then used up; a wrong, expired or used token and
-     * an unknown email are the same 422 on `email`. Answers the user, whose sessions the caller ends.
+     * an unknown email are the same 422 on `email`. The token, the new password and the owner's notice
+     * are written in one transaction (the hash is computed before it, once the token is known to be
+     * live). Answers the user, whose sessions the caller ends.
      */
     async reset(input: ResetPasswordBody): Promise<UserRow> {
       if (input.password_confirmation !== undefined && input.password_confirmation !== input.password) {
         throw ValidationError.withMessages({ password: ['The password field confirmation does not match.'] })
       }
       const email = input.email.trim().toLowerCase()
+      const tokenHash = hashToken(input.token)
       const notBefore = new Date(clock.now().getTime() - TOKEN_LIFETIME_MS)
-      if (!(await repo.consume(email, hashToken(input.token), notBefore))) throw invalidToken()
-      const user = await users.findByEmail(email)
+      if (!(await repo.isLive(email, tokenHash, notBefore))) throw invalidToken()
+      const passwordHash = await hashPassword(input.password)
+      const user = await deps.db.transaction(async (tx) => {
+        // Consuming is the check: of two resets racing with one token, one gets here.
+        if (!(await createPasswordResetRepository({ db: tx }).consume(email, tokenHash, notBefore))) return
+        const txUsers = createUsersService({ db: tx, clock })
+        const found = await txUsers.findByEmail(email)
+        const updated = found && (await txUsers.setPasswordHash(found, passwordHash))
+        // Tells the owner at once, in case it was not them.
+        if (updated) await mailer.queue(passwordResetNotice(updated), tx)
+        return updated
+      })
       if (!user) throw invalidToken()
-      await users.setPassword(user, input.password)
-      // Tells the owner at once, in case it was not them.
-      await mailer.queue(
-        renderMail(user.email, {
-          subject: 'Your password has been changed',
-          lines: [
-            'The password of your account was just reset, and every device signed in to it was signed out.',
-            'If this was you, no further action is required.',
-          ],
-          outro: ['If it was not you, reset your password again at once and contact support.'],
-        }),
-      )
       return user
     },
+
+    /**
+     * Deletes the tokens nobody can use any more: expired ones, and those of addresses no account has
+     * (deleted, or changed since). Answers how many went.
+     */
+    prune: () => repo.deleteStale(new Date(clock.now().getTime() - TOKEN_LIFETIME_MS)),
   }
 }
+
+const passwordResetNotice = (user: UserRow) =>
+  renderMail(user.email, {
+    subject: 'Your password has been changed',
+    lines: [
+      'The password of your account was just reset, and every device signed in to it was signed out.',
+      'If this was you, no further action is required.',
+    ],
+    outro: ['If it was not you, reset your password again at once and contact support.'],
+  })
 
 export type PasswordResetService = ReturnType<typeof createPasswordResetService>

@@ -36,6 +36,7 @@ export default async function profileRoutes(fastify: FastifyInstance, { config }
     users,
     verification,
     photos,
+    mailer: app.mailer,
     releaseChat: chatAccountRelease(app, config),
   })
   const ledger = createLedgerService({ db: app.db, clock: app.clock })

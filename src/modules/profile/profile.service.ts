@@ -2,7 +2,10 @@ import type { Db } from '../../db/client.ts'
 import type { UserRow } from '../../db/schema/index.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { passwordConfirmationRequired, unauthenticated, ValidationError } from '../../lib/errors.ts'
+import { renderMail } from '../../lib/mail/message.ts'
+import { hashPassword } from '../../lib/passwords.ts'
 import type { FieldErrors } from '../../lib/validation.ts'
+import type { Mailer } from '../../plugins/mailer.ts'
 import { refuseToDeleteLastAdmin } from '../admin/users/admin-users.service.ts'
 import type { EmailVerificationService } from '../email-verification/email-verification.service.ts'
 import { createUsersService, type UsersService } from '../users/users.service.ts'
@@ -15,12 +18,24 @@ const e164 = (phone: string) => `+${phone.replace(/\D/g, '')}`
 /** In an account deletion's transaction, what other modules let go of; answers what to do after commit. */
 export type ReleaseAccount = (tx: Db, user: UserRow) => Promise<() => Promise<void>>
 
+/** To the account's address after a password update, in case it was not its owner. */
+const passwordChangedMail = (user: UserRow) =>
+  renderMail(user.email, {
+    subject: 'Your password has been changed',
+    lines: [
+      'The password of your account was just changed, and your other browser sessions were signed out.',
+      'If this was you, no further action is required.',
+    ],
+    outro: ['If it was not you, reset your password at once and contact support.'],
+  })
+
 export function createProfileService(deps: {
   db: Db
   clock: Clock
   users: UsersService
   verification: EmailVerificationService
   photos: ProfilePhotosService
+  mailer: Pick<Mailer, 'queue'>
   releaseChat: ReleaseAccount
 }) {
   const { users, verification, photos } = deps
@@ -53,7 +68,8 @@ export function createProfileService(deps: {
 
     /**
      * Fortify's UpdateUserPassword: the current password must be right and the new one confirmed;
-     * both problems are reported together, as Laravel's validator does.
+     * both problems are reported together, as Laravel's validator does. The new hash and the notice
+     * to the account's address are written in one transaction (the hash is computed before it).
      */
     async updatePassword(user: UserRow, input: UpdatePasswordBody): Promise<void> {
       const errors: FieldErrors = {}
@@ -67,7 +83,13 @@ export function createProfileService(deps: {
         errors.password = ['The password field confirmation does not match.']
       }
       if (Object.keys(errors).length > 0) throw new ValidationError(errors)
-      await users.setPassword(user, input.password)
+      const hash = await hashPassword(input.password)
+      const updated = await deps.db.transaction(async (tx) => {
+        const saved = await createUsersService({ db: tx, clock: deps.clock }).setPasswordHash(user, hash)
+        if (saved) await deps.mailer.queue(passwordChangedMail(saved), tx)
+        return saved
+      })
+      if (!updated) throw unauthenticated()
     },
 
     /**

@@ -1,6 +1,12 @@
-import { and, desc, eq, gte, lt, ne, sql } from 'drizzle-orm'
+import { and, desc, eq, gte, lt, ne, or, sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { type SessionPayload, type SessionRow, sessions, type UserRow, users } from '../../db/schema/index.ts'
+
+/** The oldest last activity and the oldest start (unix seconds) a live session may have. */
+export interface LiveSince {
+  lastActivity: number
+  createdAt: number
+}
 
 export function createSessionsRepository({ db }: { db: Db }) {
   return {
@@ -41,17 +47,26 @@ export function createSessionsRepository({ db }: { db: Db }) {
       await db.delete(sessions).where(exceptId ? and(mine, ne(sessions.id, exceptId)) : mine)
     },
 
-    /** A user's sessions active since `lastActivity`, the most recently active first. */
-    async findForUser(userId: number, lastActivity: number): Promise<SessionRow[]> {
+    /** A user's sessions active since `live.lastActivity` and begun since `live.createdAt`, the most recently active first. */
+    async findForUser(userId: number, live: LiveSince): Promise<SessionRow[]> {
       return db
         .select()
         .from(sessions)
-        .where(and(eq(sessions.userId, userId), gte(sessions.lastActivity, lastActivity)))
+        .where(
+          and(
+            eq(sessions.userId, userId),
+            gte(sessions.lastActivity, live.lastActivity),
+            gte(sessions.createdAt, live.createdAt),
+          ),
+        )
         .orderBy(desc(sessions.lastActivity))
     },
 
-    async deleteIdleSince(lastActivity: number): Promise<void> {
-      await db.delete(sessions).where(lt(sessions.lastActivity, lastActivity))
+    /** Deletes the sessions last active before `live.lastActivity` or begun before `live.createdAt`. */
+    async deleteExpired(live: LiveSince): Promise<void> {
+      await db
+        .delete(sessions)
+        .where(or(lt(sessions.lastActivity, live.lastActivity), lt(sessions.createdAt, live.createdAt)))
     },
   }
 }

@@ -20,13 +20,23 @@ export function createSessionsService({
   db,
   clock,
   lifetimeMinutes,
+  absoluteLifetimeMinutes,
 }: {
   db: Db
   clock: Clock
+  /** Idle lifetime: a session unused this long ends (SESSION_LIFETIME). */
   lifetimeMinutes: number
+  /** Absolute lifetime: a session this old ends however active it is (SESSION_ABSOLUTE_LIFETIME). */
+  absoluteLifetimeMinutes: number
 }) {
   const repo = createSessionsRepository({ db })
   const lifetimeSeconds = lifetimeMinutes * 60
+  const absoluteLifetimeSeconds = absoluteLifetimeMinutes * 60
+  /** The oldest last activity and the oldest start a live session may have now. */
+  const liveSince = () => {
+    const now = unixSeconds(clock)
+    return { lastActivity: now - lifetimeSeconds, createdAt: now - absoluteLifetimeSeconds }
+  }
 
   return {
     /** Starts a new session with a fresh id and CSRF token. */
@@ -45,6 +55,7 @@ export function createSessionsService({
         userAgent: input.userAgent?.slice(0, 500) ?? null,
         payload: { ...input.payload, csrfToken: randomToken() },
         lastActivity: now,
+        createdAt: now,
       }
       await repo.insert(row)
       return { token, row }
@@ -52,7 +63,7 @@ export function createSessionsService({
 
     /**
      * The session for a cookie value and its user (undefined for a guest session or a user gone), in
-     * one query; undefined when unknown. Idle expiry is `keepAlive`'s job.
+     * one query; undefined when unknown. Expiry (idle and absolute) is `keepAlive`'s job.
      */
     async lookup(token: string): Promise<{ session: ActiveSession; user: UserRow | undefined } | undefined> {
       if (token.length === 0 || token.length > 100) return undefined
@@ -61,13 +72,15 @@ export function createSessionsService({
     },
 
     /**
-     * Idle expiry and the once-a-minute touch, on every request (also for a session held in memory):
-     * false, and the row deleted, when the session was idle past the lifetime.
+     * Expiry and the once-a-minute touch, on every request (also for a session held in memory): false,
+     * and the row deleted, when the session was idle past the lifetime or began longer ago than the
+     * absolute lifetime.
      */
     async keepAlive(session: ActiveSession): Promise<boolean> {
       const { row } = session
       const now = unixSeconds(clock)
-      if (row.lastActivity < now - lifetimeSeconds) {
+      const live = liveSince()
+      if (row.lastActivity < live.lastActivity || row.createdAt < live.createdAt) {
         await repo.delete(row.id)
         return false
       }
@@ -78,8 +91,8 @@ export function createSessionsService({
       return true
     },
 
-    /** The user's live sessions (idle ones past the lifetime left out), the most recently active first. */
-    listForUser: (userId: number) => repo.findForUser(userId, unixSeconds(clock) - lifetimeSeconds),
+    /** The user's live sessions (expired ones left out), the most recently active first. */
+    listForUser: (userId: number) => repo.findForUser(userId, liveSince()),
 
     /** Adds `changes` to the session's payload, stored and on `session` (its other keys are kept). */
     async updatePayload(session: ActiveSession, changes: Omit<Partial<SessionPayload>, 'csrfToken'>) {
@@ -89,8 +102,8 @@ export function createSessionsService({
 
     destroy: (session: ActiveSession) => repo.delete(session.row.id),
 
-    /** Deletes every session idle past the lifetime (the session plugin's background sweep). */
-    sweepIdle: () => repo.deleteIdleSince(unixSeconds(clock) - lifetimeSeconds),
+    /** Deletes every expired session, idle or too old (the session plugin's background sweep). */
+    sweepExpired: () => repo.deleteExpired(liveSince()),
 
     /** Ends every session of a user (after a password reset, a block, a deletion), but `except`. */
     destroyForUser: (userId: number, except?: ActiveSession) => repo.deleteForUser(userId, except?.row.id),

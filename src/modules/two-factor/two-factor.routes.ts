@@ -18,14 +18,16 @@ import {
 import { createTwoFactorService } from './two-factor.service.ts'
 
 // Fortify's `two-factor` limiter: 5 a minute per pending login (`login.id`), counting every attempt;
-// without one, per session, so probing without a password is limited too.
+// without one, per session, so probing without a password is limited too. Pending logins of one
+// account and one password share it; one left from before a password change (dead) cannot use up
+// the owner's attempts.
 const challengeThrottle: ThrottleRule = {
   name: 'two-factor',
   max: 5,
   decaySeconds: 60,
   key: (request) => {
     const pending = request.session?.row.payload.pendingLogin
-    if (pending) return `user:${pending.userId}`
+    if (pending) return `user:${pending.userId}:${pending.credentials?.slice(0, 16) ?? ''}`
     return request.session ? `session:${request.session.row.id}` : `ip:${request.ip}`
   },
 }
@@ -116,7 +118,8 @@ export default async function twoFactorRoutes(fastify: FastifyInstance, { config
       schema: { tags, body: ChallengeBody, response: { 200: ChallengeResponse, ...commonErrorResponses } },
     },
     async (request) => {
-      const pending = request.session?.row.payload.pendingLogin
+      // A pending login that expired, or whose password changed since, is none: its codes count nowhere.
+      const pending = await twoFactor.livePendingLogin(request.session?.row.payload.pendingLogin)
       const user = await lockout.attempt(pending, () => twoFactor.passChallenge(pending, request.body))
       // A new session id and CSRF token; the pending login ends with the old session.
       await app.sessionControl.signIn(request, user)

@@ -23,6 +23,22 @@ const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345
 export type PendingLogin = NonNullable<SessionPayload['pendingLogin']>
 
 /**
+ * What a pending login remembers of the password it was started with: a digest of the stored hash,
+ * which changes with every new password (reset, update, an admin's, a rehash), never the hash itself.
+ */
+export const credentialsStamp = (user: UserRow): string =>
+  createHash('sha256').update(`pending-login:${user.password}`).digest('base64url')
+
+/**
+ * Whether `pending` can still be completed by `user`: not expired, and started with the password the
+ * account has now. A login waiting for its code dies when the password changes.
+ */
+export function pendingLoginLive(pending: PendingLogin, user: UserRow, now: number): boolean {
+  if (now - pending.startedAt > PENDING_LOGIN_SECONDS) return false
+  return pending.userId === user.id && pending.credentials === credentialsStamp(user)
+}
+
+/**
  * What users.two_factor_recovery_codes holds: a SHA-256 per code, which is what a challenge checks,
  * and the same list sealed with APP_KEY, only so GET can show the codes again.
  */
@@ -251,18 +267,29 @@ export function createTwoFactorService(deps: { users: UsersService; clock: Clock
     },
 
     /**
+     * The session's pending login while it can still be completed (see pendingLoginLive); undefined
+     * when there is none, it expired, or the account's password changed since it began.
+     */
+    async livePendingLogin(pending: PendingLogin | undefined): Promise<PendingLogin | undefined> {
+      if (!pending) return undefined
+      const user = await users.findById(pending.userId)
+      return user && pendingLoginLive(pending, user, unixSeconds(clock)) ? pending : undefined
+    },
+
+    /**
      * Fortify's TwoFactorAuthenticatedSessionController: a recovery code, when sent, is tried first,
-     * then the TOTP code. Answers the user to sign in; anything wrong (no or expired pending login,
-     * a wrong or used code) is the same 401.
+     * then the TOTP code. Answers the user to sign in; anything wrong (no, expired or dead pending
+     * login, a wrong or used code) is the same 401.
      */
     async passChallenge(
       pending: PendingLogin | undefined,
       input: { code?: string; recovery_code?: string },
     ): Promise<UserRow> {
       const fail = input.recovery_code ? invalidRecoveryCode : invalidCode
-      if (!pending || unixSeconds(clock) - pending.startedAt > PENDING_LOGIN_SECONDS) throw fail()
+      if (!pending) throw fail()
       const user = await users.findById(pending.userId)
-      if (!user || user.blockedAt || !twoFactorRequired(user)) throw fail()
+      if (!user || !pendingLoginLive(pending, user, unixSeconds(clock))) throw fail()
+      if (user.blockedAt || !twoFactorRequired(user)) throw fail()
       if (input.recovery_code && (await useRecoveryCode(user, input.recovery_code))) return user
       if (input.code && (await useTotpCode(user, input.code))) return user
       throw fail()

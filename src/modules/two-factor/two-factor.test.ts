@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { hashSync } from '@node-rs/bcrypt'
 import { eq } from 'drizzle-orm'
 import { Secret, TOTP } from 'otpauth'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -11,7 +12,7 @@ import {
   signedInClient,
   type UserOverrides,
 } from '../../../test/helpers/factories.ts'
-import { type UserRow, users } from '../../db/schema/index.ts'
+import { passwordResetTokens, type UserRow, users } from '../../db/schema/index.ts'
 import { decryptSecret, encryptSecret } from '../../lib/encryption.ts'
 
 let t: TestApp
@@ -321,6 +322,97 @@ describe('POST /api/two-factor-challenge', () => {
     // Typing the password again starts a new one.
     const again = await pendingLogin(user, password)
     expect((await again.post('/api/two-factor-challenge', { code: totp(secret) })).status).toBe(200)
+  })
+
+  // Someone with the old password waits at the code prompt while the owner changes it: their
+  // pending login dies with the old password (here with a right code, as if they had the device too).
+  it.each([
+    ['updated on the profile', 'profile'],
+    ['reset with a mailed token', 'reset'],
+  ] as const)('ends a pending login when the password is %s meanwhile', async (_, how) => {
+    const { client: owner, user, password, secret } = await userWithTwoFactor()
+    const intruder = await pendingLogin(user, password)
+    const newPassword = 'a brand new secret'
+    if (how === 'profile') {
+      const res = await owner.put('/api/user-profile/password', {
+        current_password: password,
+        password: newPassword,
+        password_confirmation: newPassword,
+      })
+      expect(res.status).toBe(200)
+    } else {
+      const token = 'a'.repeat(64)
+      await t.database.db.insert(passwordResetTokens).values({
+        email: user.email,
+        token: createHash('sha256').update(token).digest('hex'),
+        createdAt: t.clock.now(),
+      })
+      const res = await new TestClient(t.baseUrl).post('/api/password/reset', {
+        token,
+        email: user.email,
+        password: newPassword,
+      })
+      expect(res.status).toBe(200)
+    }
+    const res = await intruder.post('/api/two-factor-challenge', { code: totp(secret) })
+    expect(res.status).toBe(401)
+    expect(res.data).toEqual(invalidCode)
+    expect((await intruder.get('/api/user')).status).toBe(401)
+    // The owner, with the new password, gets through with the same code's successor.
+    nextStep()
+    const again = await pendingLogin(user, newPassword)
+    expect((await again.post('/api/two-factor-challenge', { code: totp(secret) })).status).toBe(200)
+  })
+
+  it('a dead pending login counts no wrong codes towards the lockout', async () => {
+    const { client: owner, user, password, secret } = await userWithTwoFactor()
+    const intruder = await pendingLogin(user, password)
+    const newPassword = 'a brand new secret'
+    const changed = await owner.put('/api/user-profile/password', {
+      current_password: password,
+      password: newPassword,
+      password_confirmation: newPassword,
+    })
+    expect(changed.status).toBe(200)
+    const wrong = String((Number(totp(secret)) + 1) % 1_000_000).padStart(6, '0')
+    // Ten wrong codes (five a minute, the throttle's pace) of a live login would lock the account for
+    // 5 minutes (429, and a mail to the owner); these were nobody's.
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < 5; i++) {
+        expect((await intruder.post('/api/two-factor-challenge', { code: wrong })).status).toBe(401)
+      }
+      t.clock.advance(61_000)
+    }
+    const owners = await pendingLogin(user, newPassword)
+    expect((await owners.post('/api/two-factor-challenge', { code: totp(secret) })).status).toBe(200)
+  })
+
+  it("a dead pending login does not use up the owner's attempts of the minute", async () => {
+    const { client: owner, user, password, secret } = await userWithTwoFactor()
+    const intruder = await pendingLogin(user, password)
+    const newPassword = 'a brand new secret'
+    const changed = await owner.put('/api/user-profile/password', {
+      current_password: password,
+      password: newPassword,
+      password_confirmation: newPassword,
+    })
+    expect(changed.status).toBe(200)
+    const wrong = String((Number(totp(secret)) + 1) % 1_000_000).padStart(6, '0')
+    for (let i = 0; i < 5; i++) {
+      expect((await intruder.post('/api/two-factor-challenge', { code: wrong })).status).toBe(401)
+    }
+    const owners = await pendingLogin(user, newPassword)
+    expect((await owners.post('/api/two-factor-challenge', { code: totp(secret) })).status).toBe(200)
+  })
+
+  it('keeps the pending login of an account imported with a bcrypt hash, rehashed by that very login', async () => {
+    const { user, secret } = await userWithTwoFactor()
+    const laravelHash = hashSync('from-laravel-1', { cost: 4 }).replace(/^\$2b\$/, '$2y$')
+    await t.database.db.update(users).set({ password: laravelHash }).where(eq(users.id, user.id))
+    const client = await pendingLogin(user, 'from-laravel-1')
+    expect((await row(user.id)).password).toMatch(/^\$argon2id\$/)
+    expect((await client.post('/api/two-factor-challenge', { code: totp(secret) })).status).toBe(200)
+    expect((await client.get('/api/user')).data.id).toBe(user.id)
   })
 
   it('allows 5 attempts a minute per pending login, then answers 429 even to a right code', async () => {

@@ -1,6 +1,13 @@
 import { and, eq, gt, isNotNull, isNull, lt, or, sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
-import { type NewUserRow, type UserRow, users } from '../../db/schema/index.ts'
+import {
+  BCRYPT_COST,
+  IS_BCRYPT,
+  type NewUserRow,
+  passwordResetTokens,
+  type UserRow,
+  users,
+} from '../../db/schema/index.ts'
 import { announceUserChanged } from '../../lib/user-changes.ts'
 
 const UNIQUE_VIOLATION = '23505'
@@ -25,15 +32,26 @@ export function createUsersRepository({ db }: { db: Db }) {
       return row
     },
 
-    /** Inserts a user; answers undefined when the email is taken. */
+    /**
+     * Inserts a user; answers undefined when the email is taken. ON CONFLICT rather than a caught
+     * error, so a clash leaves the caller's transaction usable.
+     */
     async insert(values: NewUserRow): Promise<UserRow | undefined> {
-      try {
-        const [row] = await db.insert(users).values(values).returning()
-        return row
-      } catch (error) {
-        if (isUniqueViolation(error)) return undefined
-        throw error
-      }
+      const [row] = await db.insert(users).values(values).onConflictDoNothing().returning()
+      return row
+    },
+
+    /**
+     * The highest cost among the bcrypt hashes imported from the Laravel original and not yet
+     * rehashed, or null when none is left (read from the partial index users_bcrypt_cost_index).
+     */
+    async highestBcryptCost(): Promise<number | null> {
+      const [row] = await db
+        .select({ cost: sql<string | null>`max(${BCRYPT_COST})` })
+        .from(users)
+        .where(IS_BCRYPT)
+      const cost = Number(row?.cost)
+      return row?.cost && Number.isInteger(cost) ? cost : null
     },
 
     /** Changes the given columns; answers the updated row (undefined when the user is gone). */
@@ -176,16 +194,33 @@ export function createUsersRepository({ db }: { db: Db }) {
       return swapped
     },
 
-    /** Deletes the user (sessions and user data go with it, by foreign key); answers the deleted row. */
+    /**
+     * Deletes the user (sessions and user data go with it, by foreign key) and the password reset
+     * token of its address (keyed by email, no foreign key); answers the deleted row.
+     */
     async delete(id: number): Promise<UserRow | undefined> {
-      const [row] = await db.delete(users).where(eq(users.id, id)).returning()
+      const row = await db.transaction(async (tx) => {
+        const [deleted] = await tx.delete(users).where(eq(users.id, id)).returning()
+        if (deleted) {
+          await tx
+            .delete(passwordResetTokens)
+            .where(sql`lower(${passwordResetTokens.email}) = lower(${deleted.email})`)
+        }
+        return deleted
+      })
       announceUserChanged(id)
       return row
     },
 
-    async updatePasswordHash(id: number, password: string, now: Date): Promise<void> {
-      await db.update(users).set({ password, updatedAt: now }).where(eq(users.id, id))
+    /** Replaces the password hash; answers the updated row (undefined when the user is gone). */
+    async updatePasswordHash(id: number, password: string, now: Date): Promise<UserRow | undefined> {
+      const [row] = await db
+        .update(users)
+        .set({ password, updatedAt: now })
+        .where(eq(users.id, id))
+        .returning()
       announceUserChanged(id)
+      return row
     },
   }
 }

@@ -2,7 +2,7 @@ import type { Db } from '../../db/client.ts'
 import type { UserRow } from '../../db/schema/index.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { ValidationError } from '../../lib/errors.ts'
-import { hashPassword, verifyDecoyPassword, verifyPassword } from '../../lib/passwords.ts'
+import { hashPassword, verifyLoginPassword, verifyPassword } from '../../lib/passwords.ts'
 import { createUsersRepository } from './users.repository.ts'
 
 export interface NewUser {
@@ -61,6 +61,12 @@ export function createUsersService({ db, clock }: { db: Db; clock: Clock }) {
     },
 
     /**
+     * Stores a hash made beforehand with `hashPassword`, so a transaction around this write need not
+     * stay open while the hash is computed. Answers the updated user (undefined when gone).
+     */
+    setPasswordHash: (user: UserRow, hash: string) => repo.updatePasswordHash(user.id, hash, clock.now()),
+
+    /**
      * Fortify's UpdateUserProfileInformation: a changed email (any case) is unverified again; one
      * another user has is a 422 on `email`. With `pendingEmail`, a changed email is only stored as
      * pending instead (the account keeps its address until the new one is verified). Undefined fields
@@ -112,7 +118,10 @@ export function createUsersService({ db, clock }: { db: Db; clock: Clock }) {
     swapProfilePhoto: (userId: number, path: string | null) =>
       repo.swapProfilePhotoPath(userId, path, clock.now()),
 
-    /** Deletes the account and, by foreign key, its sessions and data; answers the deleted row. */
+    /**
+     * Deletes the account and, by foreign key, its sessions and data, and its password reset token;
+     * answers the deleted row.
+     */
     delete: (user: UserRow) => repo.delete(user.id),
 
     /** Writes the two-factor columns (secret, recovery codes, confirmation, last step) together. */
@@ -134,39 +143,50 @@ export function createUsersService({ db, clock }: { db: Db; clock: Clock }) {
     replaceRecoveryCodes: (userId: number, expected: string, next: string) =>
       repo.replaceRecoveryCodes(userId, expected, next, clock.now()),
 
-    /** Creates a user with an argon2id hash; a taken email (any case) is a 422 on `email`. */
-    async create(input: NewUser): Promise<UserRow> {
+    /**
+     * Creates a user with an argon2id hash; a taken email (any case) is a 422 on `email`. With
+     * `andThen`, the insert and what it does (queue the mail the sign-up causes) share one
+     * transaction, begun once the hash is computed.
+     */
+    async create(input: NewUser, andThen?: (user: UserRow, tx: Db) => Promise<unknown>): Promise<UserRow> {
       const email = input.email.trim().toLowerCase()
       if (await repo.findByEmail(email)) throw emailTaken()
+      const password = await hashPassword(input.password)
       const now = clock.now()
-      const row = await repo.insert({
+      const values = {
         name: input.name.trim(),
         email,
-        password: await hashPassword(input.password),
+        password,
         isAdmin: input.isAdmin ?? false,
         emailVerifiedAt: input.verified ? now : null,
         createdAt: now,
         updatedAt: now,
-      })
+      }
+      const row = andThen
+        ? await db.transaction(async (tx) => {
+            const inserted = await createUsersRepository({ db: tx }).insert(values)
+            if (inserted) await andThen(inserted, tx)
+            return inserted
+          })
+        : await repo.insert(values)
       // Two registrations racing for one email: the unique index decides, the loser gets the same 422.
       if (!row) throw emailTaken()
       return row
     },
 
     /**
-     * The user whose email and password these are, or undefined; an unknown email takes as long as a
-     * wrong password. A bcrypt hash from the Laravel original is replaced by argon2id on success.
+     * The user whose email and password these are, or undefined. Every attempt does the same queries
+     * and the same hashing work (see verifyLoginPassword), so an unknown email, an argon2id account
+     * and one imported with a bcrypt hash answer a wrong password in the same time. A bcrypt hash is
+     * replaced by argon2id on success (the user answered carries the new hash).
      */
     async verifyCredentials(email: string, password: string): Promise<UserRow | undefined> {
       const user = await repo.findByEmail(email.trim())
-      if (!user) {
-        await verifyDecoyPassword(password)
-        return undefined
-      }
-      const { valid, needsRehash } = await verifyPassword(user.password, password)
-      if (!valid) return undefined
-      if (needsRehash) await repo.updatePasswordHash(user.id, await hashPassword(password), clock.now())
-      return user
+      const importedCost = await repo.highestBcryptCost()
+      const { valid, needsRehash } = await verifyLoginPassword(user?.password, password, importedCost)
+      if (!user || !valid) return undefined
+      if (!needsRehash) return user
+      return (await repo.updatePasswordHash(user.id, await hashPassword(password), clock.now())) ?? user
     },
   }
 }

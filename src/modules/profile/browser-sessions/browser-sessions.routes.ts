@@ -21,6 +21,7 @@ export default async function browserSessionsRoutes(
     db: app.db,
     clock: app.clock,
     lifetimeMinutes: config.session.lifetimeMinutes,
+    absoluteLifetimeMinutes: config.session.absoluteLifetimeMinutes,
   })
   const tags = ['profile']
 

@@ -174,7 +174,9 @@ describe('GET /api/user-profile/sessions', () => {
   })
 
   it('says how long ago each session was active, as Carbon does', async () => {
-    const long = await buildTestApp({ env: { SESSION_LIFETIME: '999999' } })
+    const long = await buildTestApp({
+      env: { SESSION_LIFETIME: '999999', SESSION_ABSOLUTE_LIFETIME: '999999' },
+    })
     try {
       const { user, password } = await createUser(long.database.db)
       await signIn(long, user.email, password)
