@@ -4,7 +4,15 @@ import pg from 'pg'
 import { Pool } from 'undici'
 import { systemClock } from '../src/lib/clock.ts'
 import { createUsersService } from '../src/modules/users/users.service.ts'
-import { load1, percentile, type RunResult, runClients, startBenchApp, timedCaller } from './harness.ts'
+import {
+  load1,
+  percentile,
+  type RunResult,
+  runClients,
+  startBenchApp,
+  timedCaller,
+  writeBenchJson,
+} from './harness.ts'
 import { BENCH_PASSWORD, signIn } from './sign-in.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
@@ -264,6 +272,22 @@ async function main() {
     console.log(
       `    sidebar p99 ${sidebar.p99} ms (target <= ${SIDEBAR_TARGET_MS} ms: ${sidebar.p99 <= SIDEBAR_TARGET_MS ? 'met' : 'NOT met'}); ratio to baseline ${(sidebar.rate / readerBaseline.rate).toFixed(2)} (req/s)`,
     )
+    const figures = (r: RunResult) => ({
+      rate: (r.succeeded > 0 ? r.succeeded : r.ops) / r.seconds,
+      p50: percentile(r.latencies, 50),
+      p99: percentile(r.latencies, 99),
+      errors: r.errors,
+      load: r.load,
+    })
+    const json = writeBenchJson('chat', {
+      baseline: figures(baseline),
+      posting: figures(posting),
+      stored: { consistent, stored: Number(stored), answered: posting.succeeded },
+      readerBaseline,
+      sidebar,
+      sidebarTargetMs: SIDEBAR_TARGET_MS,
+    })
+    if (json) console.log(`figures written to ${json}`)
     const clean = (f: Figures) => f.non2xx === 0 && f.errors === 0
     if (
       !consistent ||

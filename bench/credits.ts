@@ -4,7 +4,14 @@ import { Pool } from 'undici'
 import { systemClock } from '../src/lib/clock.ts'
 import { createLedgerService } from '../src/modules/credits/ledger.service.ts'
 import { createUsersService } from '../src/modules/users/users.service.ts'
-import { percentile, type RunResult, runClients, startBenchApp, timedCaller } from './harness.ts'
+import {
+  percentile,
+  type RunResult,
+  runClients,
+  startBenchApp,
+  timedCaller,
+  writeBenchJson,
+} from './harness.ts'
 import { BENCH_PASSWORD, signIn } from './sign-in.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
@@ -103,6 +110,23 @@ async function main() {
         ? `ledger: consistent (${debits} hold_capture rows = ${cycles.succeeded} captures answered true)`
         : `ledger: INCONSISTENT ${JSON.stringify(failed)} debits=${debits} captures=${cycles.succeeded}`,
     )
+    const figures = (r: RunResult) => ({
+      rate: r.ops / r.seconds,
+      p50: percentile(r.latencies, 50),
+      p99: percentile(r.latencies, 99),
+      errors: r.errors,
+      load: r.load,
+    })
+    const json = writeBenchJson('credits', {
+      users: USERS,
+      clients: CLIENTS,
+      baseline: figures(baseline),
+      holdRequests: figures(cycles),
+      cyclesPerSecond: cycles.succeeded / cycles.seconds,
+      ratio: cycles.ops / cycles.seconds / (baseline.ops / baseline.seconds),
+      ledgerConsistent: consistent,
+    })
+    if (json) console.log(`figures written to ${json}`)
     if (!consistent || cycles.errors > 0 || baseline.errors > 0) process.exitCode = 1
   } finally {
     await bench.close()

@@ -24,6 +24,7 @@ import { generateAppKey, loadConfig } from '../src/config.ts'
 import { systemClock } from '../src/lib/clock.ts'
 import { createUsersService } from '../src/modules/users/users.service.ts'
 import { createSimulator } from '../src/upstream-sim/simulator.ts'
+import { writeBenchJson } from './harness.ts'
 import { BENCH_PASSWORD, signIn } from './sign-in.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
@@ -186,6 +187,15 @@ try {
   console.log(
     `(c) ${COLD} concurrent cold requests for GET /api${coldPath}: ${ok} answered 200, ${calls} upstream call(s) (target 1)`,
   )
+  const json = writeBenchJson('proxy', {
+    connections: CONNECTIONS,
+    seconds: SECONDS,
+    bare: a,
+    markets: b,
+    ratio: b.rate / a.rate,
+    cold: { requests: COLD, ok, upstreamCalls: calls },
+  })
+  if (json) console.log(`figures written to ${json}`)
 } finally {
   await http.close()
   await app.close()

@@ -9,7 +9,7 @@ import { Pool } from 'undici'
 import { WebSocket, WebSocketServer } from 'ws'
 import { systemClock } from '../src/lib/clock.ts'
 import { createUsersService } from '../src/modules/users/users.service.ts'
-import { load1, percentile, startBenchApp } from './harness.ts'
+import { load1, percentile, startBenchApp, writeBenchJson } from './harness.ts'
 import { BENCH_PASSWORD, signIn } from './sign-in.ts'
 
 /**
@@ -677,6 +677,15 @@ async function main() {
       `      ratio b/a: heap ${ratio(perSocket(service, 'heap'), perSocket(baseline, 'heap'))}; no RSS ratio: the allocator reuses pages freed earlier ` +
         `(the sign-ins' argon2 buffers among them), so RSS deltas undercount and are approximate`,
     )
+    const json = writeBenchJson('realtime', {
+      sockets: SOCKETS,
+      messages: MESSAGES,
+      burst: BURST,
+      baseline,
+      service,
+      deliveryTargetMs: DELIVERY_TARGET_MS,
+    })
+    if (json) console.log(`figures written to ${json}`)
     const sides = [baseline, service]
     if (
       sides.some(
