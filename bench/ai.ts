@@ -1,4 +1,3 @@
-import { fork } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { Session } from 'node:inspector/promises'
 import { availableParallelism } from 'node:os'
@@ -9,6 +8,7 @@ import { Pool } from 'undici'
 import { systemClock } from '../src/lib/clock.ts'
 import { createUsersService } from '../src/modules/users/users.service.ts'
 import { FakeModel, type ModelRequest, type ModelScript } from '../test/helpers/fake-model.ts'
+import { forkFleet, serveFleet } from './child-fleet.ts'
 import {
   cpuBetween,
   cpuSnapshot,
@@ -362,66 +362,6 @@ function createFleet(): Fleet {
   }
 }
 
-interface Call {
-  id: number
-  method: keyof Fleet
-  args: unknown[]
-}
-interface Answer {
-  id: number
-  result?: unknown
-  error?: string
-}
-
-/** The fleet's side of the child process: calls in, answers out. */
-function serveFleet() {
-  const fleet = createFleet()
-  process.on('message', (call: Call) => {
-    const method = fleet[call.method] as (...args: unknown[]) => Promise<unknown>
-    method(...call.args).then(
-      (result) => process.send?.({ id: call.id, result } satisfies Answer),
-      (error: Error) => process.send?.({ id: call.id, error: error.stack ?? String(error) } satisfies Answer),
-    )
-  })
-  process.on('disconnect', () => process.exit(0))
-}
-
-/** The fleet in a child process of this same file; `stop` ends it. */
-function forkFleet(): Fleet & { pid: number; stop(): void } {
-  const child = fork(fileURLToPath(import.meta.url), ['--fleet'], { stdio: 'inherit', execArgv: [] })
-  const waiting = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>()
-  let ids = 0
-  child.on('message', (answer: Answer) => {
-    const call = waiting.get(answer.id)
-    waiting.delete(answer.id)
-    if (answer.error !== undefined) call?.reject(new Error(`clients: ${answer.error}`))
-    else call?.resolve(answer.result)
-  })
-  child.on('exit', (code) => {
-    for (const call of waiting.values()) call.reject(new Error(`clients exited (${code})`))
-    waiting.clear()
-  })
-  const remote =
-    (method: keyof Fleet) =>
-    (...args: unknown[]) =>
-      new Promise((resolve, reject) => {
-        const id = ++ids
-        waiting.set(id, { resolve, reject })
-        child.send({ id, method, args } satisfies Call)
-      })
-  return {
-    startModel: remote('startModel') as Fleet['startModel'],
-    steady: remote('steady') as Fleet['steady'],
-    burst: remote('burst') as Fleet['burst'],
-    modelRequests: remote('modelRequests') as Fleet['modelRequests'],
-    close: remote('close') as Fleet['close'],
-    pid: child.pid ?? 0,
-    stop: () => {
-      if (child.connected) child.disconnect()
-    },
-  }
-}
-
 // ---------------------------------------------------------------- the app (this process)
 
 /** The app process and the machine over a measured window. */
@@ -641,7 +581,13 @@ const ms = (n: number) => n.toFixed(1)
 const trio = (s: { p50: number; p99: number; max: number }) => `${ms(s.p50)} / ${ms(s.p99)} / ${ms(s.max)}`
 
 async function main() {
-  const fleet = INLINE ? { ...createFleet(), pid: process.pid, stop() {} } : forkFleet()
+  const fleet = INLINE
+    ? { ...createFleet(), pid: process.pid, stop() {} }
+    : forkFleet<Fleet>(
+        fileURLToPath(import.meta.url),
+        ['startModel', 'steady', 'burst', 'modelRequests', 'close'],
+        { execArgv: [] },
+      )
   const started = performance.now()
   const loads: Record<string, string> = { start: load1() }
   try {
@@ -914,5 +860,5 @@ async function main() {
   }
 }
 
-if (process.argv.includes('--fleet')) serveFleet()
+if (process.argv.includes('--fleet')) serveFleet(createFleet)
 else await main()

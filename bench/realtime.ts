@@ -1,4 +1,3 @@
-import { type ChildProcess, fork } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import os from 'node:os'
@@ -9,6 +8,7 @@ import { Pool } from 'undici'
 import { WebSocket, WebSocketServer } from 'ws'
 import { systemClock } from '../src/lib/clock.ts'
 import { createUsersService } from '../src/modules/users/users.service.ts'
+import { forkFleet, serveFleet } from './child-fleet.ts'
 import { load1, percentile, startBenchApp, writeBenchJson } from './harness.ts'
 import { BENCH_PASSWORD, signIn } from './sign-in.ts'
 
@@ -377,57 +377,6 @@ function createFleet(): Fleet {
   }
 }
 
-type Call = { id: number; method: keyof Fleet; args: unknown[] }
-type Answer = { id: number; result?: unknown; error?: string }
-
-/** The child process: the fleet, driven over IPC. */
-function serveFleet() {
-  const fleet = createFleet()
-  process.on('message', (call: Call) => {
-    const method = fleet[call.method] as (...args: unknown[]) => Promise<unknown>
-    method(...call.args).then(
-      (result) => process.send?.({ id: call.id, result } satisfies Answer),
-      (error: Error) => process.send?.({ id: call.id, error: error.stack ?? String(error) } satisfies Answer),
-    )
-  })
-  process.on('disconnect', () => process.exit(0))
-}
-
-/** The fleet in a child process of this same file; `stop` ends it. */
-function forkFleet(): Fleet & { stop(): void } {
-  const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['--fleet'], { stdio: 'inherit' })
-  const waiting = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>()
-  let ids = 0
-  child.on('message', (answer: Answer) => {
-    const call = waiting.get(answer.id)
-    waiting.delete(answer.id)
-    if (answer.error !== undefined) call?.reject(new Error(`clients: ${answer.error}`))
-    else call?.resolve(answer.result)
-  })
-  child.on('exit', (code) => {
-    for (const call of waiting.values()) call.reject(new Error(`clients exited (${code})`))
-    waiting.clear()
-  })
-  const remote =
-    (method: keyof Fleet) =>
-    (...args: unknown[]) =>
-      new Promise((resolve, reject) => {
-        const id = ++ids
-        waiting.set(id, { resolve, reject })
-        child.send({ id, method, args } satisfies Call)
-      })
-  return {
-    prepare: remote('prepare') as Fleet['prepare'],
-    open: remote('open') as Fleet['open'],
-    delivery: remote('delivery') as Fleet['delivery'],
-    burst: remote('burst') as Fleet['burst'],
-    close: remote('close') as Fleet['close'],
-    stop: () => {
-      if (child.connected) child.disconnect()
-    },
-  }
-}
-
 // ---------------------------------------------------------------- the servers (this process)
 
 /** The soft limit on open files, from /proc (Node cannot raise it), or null where there is none. */
@@ -545,7 +494,9 @@ async function main() {
 
   const bench = await startBenchApp('bench_realtime')
   const { app, config, database, appUrl } = bench
-  const fleet = INLINE ? { ...createFleet(), stop() {} } : forkFleet()
+  const fleet = INLINE
+    ? { ...createFleet(), stop() {} }
+    : forkFleet<Fleet>(fileURLToPath(import.meta.url), ['prepare', 'open', 'delivery', 'burst', 'close'])
   try {
     // Members signed in over HTTP (argon2: a few at a time); the first creates the group, the rest join.
     const http = new Pool(appUrl, { connections: 8, pipelining: 1 })
@@ -703,5 +654,5 @@ async function main() {
   }
 }
 
-if (process.argv.includes('--fleet')) serveFleet()
+if (process.argv.includes('--fleet')) serveFleet(createFleet)
 else await main()
