@@ -33,3 +33,11 @@ export const emailNotVerified = () => new HttpError(403, 'Your email address is 
 export const passwordConfirmationRequired = () => new HttpError(423, 'Password confirmation required.')
 export const tooManyAttempts = (headers: Record<string, string>) =>
   new HttpError(429, 'Too Many Attempts.', headers)
+
+/** An error as it may be stored and logged: its code and message, any URL credentials masked, bounded. */
+export function describeFailure(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error)
+  const code = (error as { code?: unknown } | null)?.code
+  const text = typeof code === 'string' && !message.includes(code) ? `${code}: ${message}` : message
+  return text.replace(/\/\/[^/@\s]*@/g, '//***@').slice(0, 1000)
+}

@@ -1,5 +1,6 @@
 import type { Db } from '../../db/client.ts'
 import type { Clock } from '../clock.ts'
+import { describeFailure } from '../errors.ts'
 import { createOutboxRepository } from './outbox.repository.ts'
 
 /** Which try this is: `last` is the final one, after which a failure is given up on. */
@@ -54,14 +55,6 @@ const DEFAULTS = {
 export function backoffDelay(attempts: number, baseMs: number, maxMs: number, random = Math.random): number {
   const exponential = Math.min(baseMs * 2 ** Math.max(0, attempts - 1), maxMs)
   return Math.round(exponential * (0.8 + 0.4 * random()))
-}
-
-/** An error as it may be stored and logged: its code and message, any URL credentials masked, bounded. */
-export function describeFailure(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error)
-  const code = (error as { code?: unknown } | null)?.code
-  const text = typeof code === 'string' && !message.includes(code) ? `${code}: ${message}` : message
-  return text.replace(/\/\/[^/@\s]*@/g, '//***@').slice(0, 1000)
 }
 
 /**

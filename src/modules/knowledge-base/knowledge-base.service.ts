@@ -32,23 +32,25 @@ export function searchWords(q: string | undefined): string[] {
 /** The read-only knowledge base, and its sync from the markdown files. */
 export function createKnowledgeBaseService({ db, clock }: { db: Db; clock: Clock }) {
   const repo = createKnowledgeBaseRepository({ db })
+
+  /** Articles of `area` (exact) matching `q` (title and content, word prefixes), best match first. */
+  async function list({ area, q }: ArticleListQuery): Promise<ArticleRow[]> {
+    // An empty `area` (a form's "all areas") filters nothing, as Laravel's `filled()` reads it;
+    // one no article can have (spaces, capitals, a NUL byte) matches nothing without a query.
+    if (area && !SLUG_PATTERN.test(area)) return []
+    return repo.list({ area: area || undefined, words: searchWords(q) })
+  }
+
   return {
-    /** Articles of `area` (exact) matching `q` (title and content, word prefixes), best match first. */
-    async list({ area, q }: ArticleListQuery): Promise<ArticleRow[]> {
-      // An empty `area` (a form's "all areas") filters nothing, as Laravel's `filled()` reads it;
-      // one no article can have (spaces, capitals, a NUL byte) matches nothing without a query.
-      if (area && !SLUG_PATTERN.test(area)) return []
-      return repo.list({ area: area || undefined, words: searchWords(q) })
-    },
+    list,
 
     /**
      * A question's best articles, for the assistants: articles holding all its words, or else those
      * holding the most of its telling words (three letters or more, not question words).
      */
     async answersTo(question: string, area?: string): Promise<ArticleRow[]> {
-      if (area && !SLUG_PATTERN.test(area)) return []
-      const exact = await repo.list({ area: area || undefined, words: searchWords(question) })
-      if (exact.length > 0) return exact
+      const exact = await list({ q: question, area })
+      if (exact.length > 0 || (area && !SLUG_PATTERN.test(area))) return exact
       const telling = searchWords(question).filter((word) => word.length > 2 && !QUESTION_WORDS.has(word))
       if (telling.length === 0) return []
       return repo.list({ area: area || undefined, words: telling, match: 'any' })

@@ -2,6 +2,14 @@ import { and, eq, gte, lt, lte, or, sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { passwordResetTokens, users } from '../../db/schema/index.ts'
 
+/** The email's token, when it is `tokenHash` and was made at or after `notBefore`. */
+const liveToken = (email: string, tokenHash: string, notBefore: Date) =>
+  and(
+    eq(passwordResetTokens.email, email),
+    eq(passwordResetTokens.token, tokenHash),
+    gte(passwordResetTokens.createdAt, notBefore),
+  )
+
 export function createPasswordResetRepository({ db }: { db: Db }) {
   return {
     /**
@@ -26,13 +34,7 @@ export function createPasswordResetRepository({ db }: { db: Db }) {
       const rows = await db
         .select({ email: passwordResetTokens.email })
         .from(passwordResetTokens)
-        .where(
-          and(
-            eq(passwordResetTokens.email, email),
-            eq(passwordResetTokens.token, tokenHash),
-            gte(passwordResetTokens.createdAt, notBefore),
-          ),
-        )
+        .where(liveToken(email, tokenHash, notBefore))
         .limit(1)
       return rows.length > 0
     },
@@ -44,13 +46,7 @@ export function createPasswordResetRepository({ db }: { db: Db }) {
     async consume(email: string, tokenHash: string, notBefore: Date): Promise<boolean> {
       const rows = await db
         .delete(passwordResetTokens)
-        .where(
-          and(
-            eq(passwordResetTokens.email, email),
-            eq(passwordResetTokens.token, tokenHash),
-            gte(passwordResetTokens.createdAt, notBefore),
-          ),
-        )
+        .where(liveToken(email, tokenHash, notBefore))
         .returning({ email: passwordResetTokens.email })
       return rows.length > 0
     },

@@ -82,7 +82,7 @@ async function handle(
     requestId: request.id,
     ...(route.body ? { body: request.body as Record<string, unknown> } : {}),
   }
-  const answer = route.method === 'GET' ? await proxy.read(route, call) : await proxy.write(route, call)
+  const answer = await proxy.call(route, call)
   if (answer.cache) reply.header('x-cache', answer.cache)
   if (answer.body === undefined) return reply.code(204).send()
   // The JSON text is sent as it is: cached answers are stored serialised, so a hit costs no serialising.

@@ -156,7 +156,12 @@ export function createProxyService({
   /** APP_URL: paginated answers' links name this service, never the upstream. */
   appUrl: string
 }) {
-  return {
+  const service = {
+    /** A route's call: a read for a GET, a write otherwise. */
+    call(rule: ProxyRule, call: ProxyCall): Promise<ProxyAnswer> {
+      return rule.method === 'GET' ? service.read(rule, call) : service.write(rule, call)
+    },
+
     /** A GET: from the cache when its scope allows (single-flight on a miss), else from the upstream. */
     async read(rule: ProxyRule, call: ProxyCall): Promise<ProxyAnswer> {
       const query = canonicalQuery(call.query)
@@ -207,6 +212,7 @@ export function createProxyService({
       }
     },
   }
+  return service
 }
 
 export type ProxyService = ReturnType<typeof createProxyService>

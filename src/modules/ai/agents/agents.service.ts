@@ -1,7 +1,6 @@
 import { type ModelMessage, stepCountIs, streamText } from 'ai'
 import type { UserRow } from '../../../db/schema/index.ts'
-import { ValidationError } from '../../../lib/errors.ts'
-import { describeFailure } from '../../../lib/outbox/outbox.worker.ts'
+import { describeFailure, ValidationError } from '../../../lib/errors.ts'
 import type { AgentBody, AgentName } from '../ai.schemas.ts'
 import { MAX_CHAT_TEXT_BYTES } from '../ai.schemas.ts'
 import type { AiCallRecorder, CallEnd } from '../calls/ai-call-recorder.ts'

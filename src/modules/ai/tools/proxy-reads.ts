@@ -33,7 +33,7 @@ export function proxyCaller(proxy: ProxyService) {
       ...(input.body ? { body: input.body } : {}),
     }
     try {
-      const answer = route.method === 'GET' ? await proxy.read(route, call) : await proxy.write(route, call)
+      const answer = await proxy.call(route, call)
       return answer.body === undefined ? null : JSON.parse(answer.body)
     } catch (error) {
       if (error instanceof UpstreamError && error.upstreamStatus === 404) throw new ToolRefusal('Not found.')
