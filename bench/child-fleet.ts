@@ -24,15 +24,17 @@ export function serveFleet(create: () => object): void {
 
 /**
  * The parent's side: forks `file` with `--fleet` (which must call `serveFleet` then) and answers the
- * fleet's `methods` as remote calls; `stop` ends the child. `execArgv` defaults to this process's.
+ * fleet's `methods` as remote calls; `stop` ends the child. `execArgv` defaults to this process's;
+ * `stdout` (default inherit) may send the child's output to /dev/null.
  */
 export function forkFleet<F extends object>(
   file: string,
   methods: readonly (keyof F & string)[],
-  options: { execArgv?: string[] } = {},
+  options: { execArgv?: string[]; stdout?: 'inherit' | 'ignore' } = {},
 ): F & { pid: number; stop(): void } {
+  // stdout 'ignore': what the child logs goes to /dev/null (a production app's log lines, at full rate).
   const child = fork(file, ['--fleet'], {
-    stdio: 'inherit',
+    stdio: ['inherit', options.stdout ?? 'inherit', 'inherit', 'ipc'],
     ...(options.execArgv ? { execArgv: options.execArgv } : {}),
   })
   const waiting = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>()

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
@@ -147,6 +148,14 @@ export function cpuSnapshot(): CpuSnapshot {
   return { at, machine, processes }
 }
 
+/** The CPU time (ms, user + system, all threads) process `pid` has used so far, or null where /proc has none. */
+export function processCpuMs(pid: number): number | null {
+  const stat = readOr(`/proc/${pid}/stat`, '')
+  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  const ms = (Number(rest[11]) + Number(rest[12])) * TICK_MS
+  return stat && Number.isFinite(ms) ? ms : null
+}
+
 /** This process's main thread's CPU time so far (ms; its JavaScript, not GC helpers or libuv's pool), or null. */
 export function mainThreadCpuMs(): number | null {
   const stat = readOr(`/proc/self/task/${process.pid}/stat`, '')
@@ -267,4 +276,17 @@ export function timedCaller(http: Pool) {
     const text = await res.body.text()
     return { status: res.statusCode, text, ms: performance.now() - t0 }
   }
+}
+
+/**
+ * Pins every thread of process `pid` to CPU `core` (Linux `taskset`), so a server and the load
+ * generator measuring it do not take turns on the same cores. Answers false where it cannot
+ * (one core, no taskset, BENCH_PIN=0): the run then goes on unpinned and says so.
+ */
+export function pinToCore(pid: number, core: number): boolean {
+  if (process.env.BENCH_PIN === '0' || os.availableParallelism() <= core) return false
+  const run = spawnSync('taskset', ['--all-tasks', '--cpu-list', '--pid', String(core), String(pid)], {
+    stdio: 'ignore',
+  })
+  return run.status === 0
 }

@@ -1,22 +1,27 @@
 /**
  * `npm run bench:proxy`: what the caching proxy costs on a warm cache, and single-flight on a cold key.
  *
- * In one run, on loopback:
+ * In one run, on loopback, the servers in a child process pinned to CPU 0 and the load generator
+ * (autocannon) in this process pinned to CPU 1, so neither takes the other's core (BENCH_PIN=0: no
+ * pinning):
  *   (a) a bare node:http server answering the very bytes `GET /api/markets` answers;
- *   (b) the app (PGlite in a temp DATA_DIR, a local simulated upstream) answering `GET /api/markets`
- *       to a signed-in session on a warm cache;
- *   each at BENCH_CONNECTIONS (64) connections for BENCH_SECONDS (10) with autocannon, its load
- *   generated in a worker thread so it does not share the servers' event loop. Printed: both request
- *   rates, the ratio b/a and p50/p99 latency.
+ *   (b) the app with its production defaults (NODE_ENV=production, LOG_LEVEL unset: its access log
+ *       at `info`, written to the child's stdout, which is /dev/null) answering `GET /api/markets` to
+ *       a signed-in session on a warm cache, PGlite in a temp DATA_DIR, a local simulated upstream;
+ *   each at BENCH_CONNECTIONS (64) connections for BENCH_SECONDS (10). Printed: both request rates,
+ *   the ratio b/a and p50/p99 latency.
  *   (c) BENCH_COLD (1000) concurrent requests for one cold key: how many upstream calls were made.
  * BENCH_DATABASE_URL (optional) runs the app on that PostgreSQL database instead of PGlite.
+ * BENCH_CPU_PROFILE=path writes a CPU profile of the app's process during (b) only.
  */
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
+import { Session } from 'node:inspector/promises'
 import type { AddressInfo } from 'node:net'
 import os from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { Agent, Pool, request } from 'undici'
 import { buildApp } from '../src/app.ts'
@@ -24,7 +29,8 @@ import { generateAppKey, loadConfig } from '../src/config.ts'
 import { systemClock } from '../src/lib/clock.ts'
 import { createUsersService } from '../src/modules/users/users.service.ts'
 import { createSimulator } from '../src/upstream-sim/simulator.ts'
-import { writeBenchJson } from './harness.ts'
+import { forkFleet, serveFleet } from './child-fleet.ts'
+import { machine, pinToCore, processCpuMs, writeBenchJson } from './harness.ts'
 import { BENCH_PASSWORD, signIn } from './sign-in.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
@@ -33,6 +39,8 @@ const COLD = Number(process.env.BENCH_COLD ?? 1000)
 // An upstream answer takes this long, so the cold requests really overlap one call in flight.
 const UPSTREAM_DELAY_MS = Number(process.env.BENCH_UPSTREAM_DELAY_MS ?? 50)
 const TOKEN = 'bench-upstream-token'
+const SERVER_CORE = 0
+const LOAD_CORE = 1
 
 const listen = async (server: Server): Promise<string> => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -71,24 +79,120 @@ async function countingUpstream() {
   return { url: await listen(server), calls, close: () => stop(server) }
 }
 
+/** What the server process offers the measuring one. */
+interface Servers {
+  /** Starts the upstream, the app (signed-in session, warm entry) and the bare server on its bytes. */
+  start(): Promise<{ appUrl: string; bareUrl: string; headers: Record<string, string>; bytes: number }>
+  /** Starts (or, given a path, stops and writes) a CPU profile of this process. */
+  profile(path?: string): Promise<void>
+  upstreamCalls(path: string): Promise<number>
+  close(): Promise<void>
+}
+
+function createServers(): Servers {
+  let closeAll = async () => {}
+  let upstream: Awaited<ReturnType<typeof countingUpstream>> | undefined
+  const inspector = new Session()
+  return {
+    async start() {
+      upstream = await countingUpstream()
+      const dataDir = mkdtempSync(join(os.tmpdir(), 'bench-proxy-'))
+      const config = loadConfig(
+        {
+          NODE_ENV: 'production',
+          APP_KEY: generateAppKey(),
+          DATA_DIR: dataDir,
+          UPSTREAM_BASE_URL: upstream.url,
+          UPSTREAM_API_TOKEN: TOKEN,
+          // Production requires the socket app's credentials; the bench opens no socket.
+          REVERB_APP_ID: 'bench',
+          REVERB_APP_KEY: 'bench-key',
+          REVERB_APP_SECRET: randomBytes(20).toString('hex'),
+          // Long enough that the warm entry stays warm for the whole run.
+          CACHE_TTL_SECONDS: '3600',
+          // One session sends every request here: its per-user read limit is counted, as always, but
+          // set above what the run sends, so the figures include what the limit costs and no 429.
+          PROXY_READS_PER_MINUTE: '9999999',
+          ...(process.env.BENCH_DATABASE_URL ? { DATABASE_URL: process.env.BENCH_DATABASE_URL } : {}),
+        },
+        dataDir,
+      )
+      const app = await buildApp(config)
+      await app.listen({ host: '127.0.0.1', port: 0 })
+      const appUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+      const http = new Pool(appUrl, { connections: 4 })
+      const email = `bench-${randomBytes(4).toString('hex')}@example.com`
+      await createUsersService({ db: app.db, clock: systemClock }).create({
+        name: 'Bench',
+        email,
+        password: BENCH_PASSWORD,
+        verified: true,
+      })
+      const { cookie } = await signIn(http, email)
+      await http.close()
+      const headers = { cookie, accept: 'application/json' }
+
+      // Warm the entry, and take its exact bytes for the bare server.
+      const warm = await request(`${appUrl}/api/markets`, { headers })
+      const bytes = Buffer.from(await warm.body.arrayBuffer())
+      if (warm.statusCode !== 200) throw new Error(`GET /api/markets answered ${warm.statusCode}: ${bytes}`)
+      const again = await request(`${appUrl}/api/markets`, { headers })
+      await again.body.dump()
+      if (again.headers['x-cache'] !== 'HIT') throw new Error('the markets entry did not stay cached')
+
+      const bare = createServer((_req, res) => {
+        res.writeHead(200, {
+          'content-type': 'application/json; charset=utf-8',
+          'content-length': bytes.length,
+        })
+        res.end(bytes)
+      })
+      const bareUrl = await listen(bare)
+      closeAll = async () => {
+        await stop(bare)
+        await app.close()
+        await upstream?.close()
+        rmSync(dataDir, { recursive: true, force: true })
+      }
+      return { appUrl, bareUrl, headers, bytes: bytes.length }
+    },
+    async profile(path) {
+      if (path === undefined) {
+        inspector.connect()
+        await inspector.post('Profiler.enable')
+        await inspector.post('Profiler.start')
+        return
+      }
+      const { profile } = await inspector.post('Profiler.stop')
+      writeFileSync(path, JSON.stringify(profile))
+      inspector.disconnect()
+    },
+    upstreamCalls: async (path) => upstream?.calls.get(path) ?? 0,
+    close: () => closeAll(),
+  }
+}
+
 interface Figures {
   rate: number
+  /** The servers' process's CPU time per answered request (µs): what one costs, however busy the machine. */
+  cpuMicros: number | null
   p50: number
   p99: number
   non2xx: number
   errors: number
 }
 
-async function load(url: string, headers: Record<string, string>): Promise<Figures> {
-  const result = await autocannon({
-    url,
-    headers,
-    connections: CONNECTIONS,
-    duration: SECONDS,
-    workers: 1,
-  })
+async function load(url: string, headers: Record<string, string>, serverPid: number): Promise<Figures> {
+  const cpuBefore = processCpuMs(serverPid)
+  const result = await autocannon({ url, headers, connections: CONNECTIONS, duration: SECONDS })
+  const cpuAfter = processCpuMs(serverPid)
+  const answered = result.requests.total
   return {
     rate: result.requests.average,
+    cpuMicros:
+      cpuBefore === null || cpuAfter === null || answered === 0
+        ? null
+        : Math.round(((cpuAfter - cpuBefore) * 1000) / answered),
     p50: result.latency.p50,
     p99: result.latency.p99,
     non2xx: result.non2xx,
@@ -96,109 +200,72 @@ async function load(url: string, headers: Record<string, string>): Promise<Figur
   }
 }
 
-const upstream = await countingUpstream()
-const dataDir = mkdtempSync(join(os.tmpdir(), 'bench-proxy-'))
-const config = loadConfig(
-  {
-    NODE_ENV: 'production',
-    APP_KEY: generateAppKey(),
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'silent',
-    UPSTREAM_BASE_URL: upstream.url,
-    UPSTREAM_API_TOKEN: TOKEN,
-    // Production requires the socket app's credentials; the bench opens no socket.
-    REVERB_APP_ID: 'bench',
-    REVERB_APP_KEY: 'bench-key',
-    REVERB_APP_SECRET: randomBytes(20).toString('hex'),
-    // Long enough that the warm entry stays warm for the whole run.
-    CACHE_TTL_SECONDS: '3600',
-    // One session sends every request here: its per-user read limit is counted, as always, but set
-    // above what the run sends, so the figures include what the limit costs and no 429.
-    PROXY_READS_PER_MINUTE: '9999999',
-    // PGlite by default, as `npm start` runs; BENCH_DATABASE_URL compares a PostgreSQL database.
-    ...(process.env.BENCH_DATABASE_URL ? { DATABASE_URL: process.env.BENCH_DATABASE_URL } : {}),
-  },
-  dataDir,
-)
-const app = await buildApp(config)
-await app.listen({ host: '127.0.0.1', port: 0 })
-const appUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
-const http = new Pool(appUrl, { connections: 4 })
-
-try {
-  const email = `bench-${randomBytes(4).toString('hex')}@example.com`
-  await createUsersService({ db: app.db, clock: systemClock }).create({
-    name: 'Bench',
-    email,
-    password: BENCH_PASSWORD,
-    verified: true,
-  })
-  const { cookie } = await signIn(http, email)
-  const headers = { cookie, accept: 'application/json' }
-
-  // Warm the entry, and take its exact bytes for the bare server.
-  const warm = await request(`${appUrl}/api/markets`, { headers })
-  const bytes = Buffer.from(await warm.body.arrayBuffer())
-  if (warm.statusCode !== 200) throw new Error(`GET /api/markets answered ${warm.statusCode}: ${bytes}`)
-  const again = await request(`${appUrl}/api/markets`, { headers })
-  await again.body.dump()
-  if (again.headers['x-cache'] !== 'HIT') throw new Error('the markets entry did not stay cached')
-
-  const bare = createServer((_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': bytes.length })
-    res.end(bytes)
-  })
-  const bareUrl = await listen(bare)
-
-  console.log(
-    `machine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, load average ${os
-      .loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' ')}, node ${process.version}`,
+async function main() {
+  const servers = forkFleet<Servers>(
+    fileURLToPath(import.meta.url),
+    ['start', 'profile', 'upstreamCalls', 'close'],
+    {
+      stdout: 'ignore',
+    },
   )
-  console.log(
-    `GET /api/markets answer: ${bytes.length} bytes; ${CONNECTIONS} connections, ${SECONDS} s each\n`,
-  )
+  const { cores, cpu, node, loadAverage } = machine()
+  const pinned = pinToCore(servers.pid, SERVER_CORE) && pinToCore(process.pid, LOAD_CORE)
+  try {
+    const { appUrl, bareUrl, headers, bytes } = await servers.start()
+    console.log(`machine: ${cores} × ${cpu}, load average ${loadAverage.join(' ')}, node ${node}`)
+    console.log(
+      pinned
+        ? `servers pinned to CPU ${SERVER_CORE}, load generator to CPU ${LOAD_CORE}`
+        : 'not pinned: servers and load generator share the cores',
+    )
+    console.log(`GET /api/markets answer: ${bytes} bytes; ${CONNECTIONS} connections, ${SECONDS} s each\n`)
 
-  const a = await load(bareUrl, {})
-  await stop(bare)
-  const b = await load(`${appUrl}/api/markets`, headers)
+    const a = await load(bareUrl, {}, servers.pid)
+    const profilePath = process.env.BENCH_CPU_PROFILE
+    if (profilePath) await servers.profile()
+    const b = await load(`${appUrl}/api/markets`, headers, servers.pid)
+    if (profilePath) await servers.profile(profilePath)
 
-  const row = (name: string, f: Figures) =>
-    `${name.padEnd(34)} ${f.rate.toFixed(0).padStart(8)} req/s   p50 ${String(f.p50).padStart(4)} ms   p99 ${String(f.p99).padStart(4)} ms   non-2xx ${f.non2xx}, errors ${f.errors}`
-  console.log(row('(a) bare node:http, same bytes', a))
-  console.log(row('(b) app, GET /api/markets (warm)', b))
-  console.log(`ratio b/a: ${(b.rate / a.rate).toFixed(2)} (target >= 0.5)\n`)
+    const row = (name: string, f: Figures) =>
+      `${name.padEnd(34)} ${f.rate.toFixed(0).padStart(8)} req/s   p50 ${String(f.p50).padStart(4)} ms   p99 ${String(f.p99).padStart(4)} ms   CPU ${f.cpuMicros ?? '?'} µs/request   non-2xx ${f.non2xx}, errors ${f.errors}`
+    console.log(row('(a) bare node:http, same bytes', a))
+    console.log(row('(b) app, GET /api/markets (warm)', b))
+    console.log(`ratio b/a: ${(b.rate / a.rate).toFixed(2)} (target >= 0.6, p99 <= 5 ms)\n`)
+    if (profilePath) console.log(`CPU profile of the app during (b) written to ${profilePath}\n`)
 
-  // (c) A key nobody read yet, asked for by COLD clients at once, each on its own connection.
-  const coldPath = '/tickers'
-  const before = upstream.calls.get(coldPath) ?? 0
-  const agent = new Agent({ connections: COLD, pipelining: 0 })
-  const statuses = await Promise.all(
-    Array.from({ length: COLD }, async () => {
-      const res = await request(`${appUrl}/api${coldPath}`, { headers, dispatcher: agent })
-      await res.body.dump()
-      return res.statusCode
-    }),
-  )
-  await agent.close()
-  const ok = statuses.filter((s) => s === 200).length
-  const calls = (upstream.calls.get(coldPath) ?? 0) - before
-  console.log(
-    `(c) ${COLD} concurrent cold requests for GET /api${coldPath}: ${ok} answered 200, ${calls} upstream call(s) (target 1)`,
-  )
-  const json = writeBenchJson('proxy', {
-    connections: CONNECTIONS,
-    seconds: SECONDS,
-    bare: a,
-    markets: b,
-    ratio: b.rate / a.rate,
-    cold: { requests: COLD, ok, upstreamCalls: calls },
-  })
-  if (json) console.log(`figures written to ${json}`)
-} finally {
-  await http.close()
-  await app.close()
-  await upstream.close()
-  rmSync(dataDir, { recursive: true, force: true })
+    // (c) A key nobody read yet, asked for by COLD clients at once, each on its own connection.
+    const coldPath = '/tickers'
+    const before = await servers.upstreamCalls(coldPath)
+    const agent = new Agent({ connections: COLD, pipelining: 0 })
+    const statuses = await Promise.all(
+      Array.from({ length: COLD }, async () => {
+        const res = await request(`${appUrl}/api${coldPath}`, { headers, dispatcher: agent })
+        await res.body.dump()
+        return res.statusCode
+      }),
+    )
+    await agent.close()
+    const ok = statuses.filter((s) => s === 200).length
+    const calls = (await servers.upstreamCalls(coldPath)) - before
+    console.log(
+      `(c) ${COLD} concurrent cold requests for GET /api${coldPath}: ${ok} answered 200, ${calls} upstream call(s) (target 1)`,
+    )
+    const json = writeBenchJson('proxy', {
+      connections: CONNECTIONS,
+      seconds: SECONDS,
+      pinned,
+      bare: a,
+      markets: b,
+      ratio: b.rate / a.rate,
+      cold: { requests: COLD, ok, upstreamCalls: calls },
+    })
+    if (json) console.log(`figures written to ${json}`)
+    if (a.errors + b.errors + a.non2xx + b.non2xx > 0 || ok !== COLD) process.exitCode = 1
+  } finally {
+    await servers.close().catch(() => {})
+    servers.stop()
+  }
 }
+
+if (process.argv.includes('--fleet')) serveFleet(createServers)
+else await main()

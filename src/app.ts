@@ -5,7 +5,7 @@ import { Redis } from 'ioredis'
 import type { Config } from './config.ts'
 import { type Database, openDatabase } from './db/client.ts'
 import { type Clock, systemClock } from './lib/clock.ts'
-import { loggerOptions } from './lib/logging.ts'
+import { asyncStdout, loggerOptions } from './lib/logging.ts'
 import { ajvOptions, configureFormats } from './lib/validation.ts'
 import accountsRoutes from './modules/accounts/accounts.routes.ts'
 import activitiesRoutes from './modules/activities/activities.routes.ts'
@@ -29,6 +29,7 @@ import strategiesRoutes from './modules/strategies/strategies.routes.ts'
 import supportRoutes from './modules/support/support.routes.ts'
 import twoFactorRoutes from './modules/two-factor/two-factor.routes.ts'
 import userDataRoutes from './modules/user-data/user-data.routes.ts'
+import accessLogPlugin from './plugins/access-log.ts'
 import bodyPlugin from './plugins/body.ts'
 import cachePlugin from './plugins/cache.ts'
 import clockPlugin from './plugins/clock.ts'
@@ -84,7 +85,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   const app = Fastify({
     ...(overrides.loggerInstance
       ? { loggerInstance: overrides.loggerInstance }
-      : { logger: loggerOptions(config.logLevel) }),
+      : { logger: { ...loggerOptions(config.logLevel), stream: asyncStdout() } }),
     bodyLimit: 1024 * 1024,
     // Behind TRUSTED_PROXIES, request.ip (throttles, sessions, tickets) is the client their X-Forwarded-For names.
     trustProxy: config.trustedProxies.length > 0 ? [...config.trustedProxies] : false,
@@ -97,14 +98,16 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       const header = req.headers['x-request-id']
       return typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID()
     },
-    logController: new LogController({ requestIdLogLabel: 'request_id' }),
+    // One access-log line per request (plugins/access-log.ts) instead of Fastify's two.
+    logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
     ajv: { customOptions: ajvOptions, plugins: [configureFormats] },
   })
   // An https APP_URL means browsers must never reach it over plain http again (a year, as is usual).
   const hsts = config.appUrl.startsWith('https://')
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id)
     if (hsts) reply.header('strict-transport-security', 'max-age=31536000')
+    done(null, payload)
   })
 
   await app.register(errorsPlugin)
@@ -123,6 +126,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   await app.register(upstreamPlugin, { config })
   await app.register(sessionPlugin, { config })
   await app.register(guardsPlugin)
+  await app.register(accessLogPlugin)
   await app.register(passwordConfirmationPlugin, { config })
   await app.register(openapiPlugin, { appUrl: config.appUrl })
   await app.register(realtimePlugin, { config })

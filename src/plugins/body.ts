@@ -21,24 +21,33 @@ async function bodyPlugin(app: FastifyInstance) {
 
   // Before the guards and validation: a reserved key never reaches a handler, an upstream body or a
   // jsonb column, whatever the route does with its body.
-  app.addHook('preValidation', async (request: FastifyRequest) => {
-    if (request.body == null && request.routeOptions.schema?.body) request.body = {}
-    else request.body = trimStrings(refuseReservedKeys(plainForm(request.body)))
+  // Callback hooks, as the guards': synchronous work needs no promise per request.
+  app.addHook('preValidation', (request: FastifyRequest, _reply, done) => {
+    try {
+      if (request.body == null && request.routeOptions.schema?.body) request.body = {}
+      else if (request.body != null) request.body = trimStrings(refuseReservedKeys(plainForm(request.body)))
+    } catch (error) {
+      return done(error as Error)
+    }
+    done()
   })
 
   // PostgreSQL cannot store U+0000 in text: refused as a field error rather than a 500 at the query.
   // After the guards and schema validation, so a guest still gets 419/401 and unknown fields are gone.
   // A path parameter holding one names nothing: 404, as a failed route constraint is.
-  app.addHook('preHandler', async (request: FastifyRequest) => {
+  app.addHook('preHandler', (request: FastifyRequest, _reply, done) => {
     // Copied: the query and params objects' prototype is neither Object's nor null.
     if (nulFields({ ...(request.params as object) }).length > 0) {
       // Answered as a failed params schema is (plugins/errors.ts): a 404 naming the route.
-      throw Object.assign(new Error('A path parameter holds a NUL byte.'), {
-        validation: [],
-        validationContext: 'params',
-      })
+      const error = new Error('A path parameter holds a NUL byte.')
+      return done(Object.assign(error, { validation: [], validationContext: 'params' }))
     }
-    refuseNulBytes([...nulFields(request.body), ...nulFields({ ...(request.query as object) })])
+    try {
+      refuseNulBytes([...nulFields(request.body), ...nulFields({ ...(request.query as object) })])
+    } catch (error) {
+      return done(error as Error)
+    }
+    done()
   })
 }
 

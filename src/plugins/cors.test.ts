@@ -32,10 +32,16 @@ describe('CORS', () => {
 
   it('grants nothing to any other origin', async () => {
     const res = await preflight('https://evil.example')
+    // Not a preflight it answers: as any method a route lacks, 405.
+    expect(res.status).toBe(405)
     expect(res.headers.get('access-control-allow-origin')).toBeNull()
     expect(res.headers.get('access-control-allow-credentials')).toBeNull()
     const read = await fetch(`${t.baseUrl}/up`, { headers: { origin: 'https://evil.example' } })
     expect(read.headers.get('access-control-allow-origin')).toBeNull()
+    expect(read.headers.get('access-control-allow-credentials')).toBeNull()
+    expect(read.headers.get('access-control-expose-headers')).toBeNull()
+    // Whoever asks, the answer depends on the Origin: a shared cache must not reuse it for another.
+    expect(read.headers.get('vary')).toBe('Origin')
   })
 
   it('grants actual requests from an app origin and exposes the request id', async () => {

@@ -95,9 +95,9 @@ async function guardsPlugin(app: FastifyInstance) {
     }
   })
 
-  app.addHook('preValidation', async (request: FastifyRequest, reply: FastifyReply) => {
-    if (request.is404) return
-    const { auth, csrf, throttle, noStore } = request.routeOptions.config
+  /** The checks that need no I/O; a refusal is thrown. */
+  const check = (request: FastifyRequest, reply: FastifyReply) => {
+    const { auth, csrf, noStore } = request.routeOptions.config
     if (noStore) reply.header('cache-control', 'no-store')
     if (MUTATIONS.has(request.method) && csrf !== false) {
       const expected = request.session?.row.payload.csrfToken
@@ -109,7 +109,19 @@ async function guardsPlugin(app: FastifyInstance) {
       if (auth === 'verified' && !request.user.emailVerifiedAt) throw emailNotVerified()
       if (auth === 'admin' && !request.user.isAdmin) throw forbidden()
     }
-    if (throttle) await app.rateLimiter.enforce(throttle, request, reply)
+  }
+
+  // A callback hook: a route without a throttle passes without a promise.
+  app.addHook('preValidation', (request: FastifyRequest, reply: FastifyReply, done) => {
+    if (request.is404) return done()
+    try {
+      check(request, reply)
+    } catch (error) {
+      return done(error as Error)
+    }
+    const { throttle } = request.routeOptions.config
+    if (!throttle) return done()
+    app.rateLimiter.enforce(throttle, request, reply).then(() => done(), done)
   })
 }
 

@@ -34,13 +34,17 @@ declare module 'fastify' {
   }
 }
 
+const USER_ID = /^\d{1,15}$/
+
 async function rateLimitPlugin(app: FastifyInstance) {
   const store = app.redis
     ? createRedisRateLimitStore(app.redis, app.clock)
     : createMemoryRateLimitStore(app.clock)
 
-  // Keys hold emails and addresses: hashed, they are short and reveal nothing in Redis.
-  const storeKey = (name: string, key: string) => `${name}:${createHash('sha1').update(key).digest('hex')}`
+  // Keys hold emails and addresses: hashed, they are short and reveal nothing in Redis. A user id is
+  // both already (and the key of the per-request read limit): used as it is, no hash per request.
+  const storeKey = (name: string, key: string) =>
+    USER_ID.test(key) ? `${name}:${key}` : `${name}:${createHash('sha1').update(key).digest('hex')}`
   const refusal = (max: number, resetAt: number) =>
     tooManyAttempts({
       'retry-after': String(Math.max(1, resetAt - unixSeconds(app.clock))),

@@ -6,7 +6,7 @@ import { LRUCache } from 'lru-cache'
 import type { Config } from '../config.ts'
 import type { SessionPayload, SessionRow, UserRow } from '../db/schema/index.ts'
 import { createPeriodicTask } from '../lib/periodic.ts'
-import { createSessionCache } from '../lib/session-cache.ts'
+import { type CachedSession, createSessionCache } from '../lib/session-cache.ts'
 import { userChanges } from '../lib/user-changes.ts'
 import {
   type ActiveSession,
@@ -57,6 +57,7 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     absoluteLifetimeMinutes: config.session.absoluteLifetimeMinutes,
   })
   const cache = createSessionCache<SessionRow, UserRow>((entry) => entry.session.userId)
+  type CachedEntry = CachedSession<SessionRow, UserRow>
   const fanOut = await sessionFanOut(app, cache)
   const forgetSession = (session: ActiveSession) => {
     cache.forgetSession(session.row.id)
@@ -132,21 +133,48 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
   app.decorateRequest('session', null)
   app.decorateRequest('user', null)
 
-  app.addHook('onRequest', async (request) => {
-    if (request.method === 'OPTIONS') return
-    const token = request.cookies[SESSION_COOKIE]
-    if (!token) return
-    if (token.length > 100) return
-    const id = hashSessionToken(token)
-    let entry = cache.get(id)
+  // The token's hash is the row id; hashing every request's cookie cost more than the rest of the
+  // session lookup, so each live token's id is remembered (tokens are in memory per request anyway).
+  const tokenIds = new LRUCache<string, string>({ max: 10_000 })
+  const sessionIdOf = (token: string) => {
+    let id = tokenIds.get(token)
+    if (id === undefined) {
+      id = hashSessionToken(token)
+      tokenIds.set(token, id)
+    }
+    return id
+  }
+
+  /**
+   * Puts a resolved session (and its user) on the request: true when it is done, false when the
+   * session needs I/O first (expired: deleted; a touch due; a blocked user's: ended), left to `settle`.
+   */
+  const adopt = (request: FastifyRequest, token: string, entry: CachedEntry): boolean => {
+    // Copies: a request may change its session (payload) without touching what others are handed.
+    const session: ActiveSession = { token, row: { ...entry.session } }
+    if (sessions.standing(session) !== 'live') return false
+    if (session.row.userId !== null && (!entry.user || entry.user.blockedAt)) return false
+    request.session = session
+    if (entry.user && session.row.userId !== null) request.user = { ...entry.user }
+    return true
+  }
+
+  /** The rest of resolving: the database on a cache miss, the touch or expiry, a blocked user. */
+  const settle = async (
+    request: FastifyRequest,
+    token: string,
+    id: string,
+    cached: CachedEntry | undefined,
+  ) => {
+    let entry = cached
     if (!entry) {
       const began = cache.begin()
       const found = await sessions.lookup(token)
       if (!found) return
       entry = { session: found.session.row, user: found.user }
       cache.store(id, entry, began)
+      if (adopt(request, token, entry)) return
     }
-    // Copies: a request may change its session (payload) without touching what others are handed.
     const session: ActiveSession = { token, row: { ...entry.session } }
     if (!(await sessions.keepAlive(session))) return void (await forgetSession(session))
     entry.session.lastActivity = session.row.lastActivity
@@ -159,6 +187,17 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
       return
     }
     request.user = { ...entry.user }
+  }
+
+  // A session held in memory and live resolves without a promise; anything else goes through `settle`.
+  app.addHook('onRequest', (request, _reply, done) => {
+    if (request.method === 'OPTIONS') return done()
+    const token = request.cookies[SESSION_COOKIE]
+    if (!token || token.length > 100) return done()
+    const id = sessionIdOf(token)
+    const entry = cache.get(id)
+    if (entry && adopt(request, token, entry)) return done()
+    settle(request, token, id, entry).then(() => done(), done)
   })
 
   // Sliding expiry, as Laravel: both cookies are sent again on every response of a live session,
@@ -183,11 +222,12 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     cookieLines.set(session.row.id, { made, lines })
     return lines
   }
-  app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply) => {
+  app.addHook('onSend', (request: FastifyRequest, reply: FastifyReply, payload, done) => {
     // A shared cache may hand a `public` answer to anyone: it carries no one's cookie, nor clears one.
-    if (PUBLIC_CACHING.test(String(reply.getHeader('cache-control') ?? ''))) {
+    const caching = reply.getHeader('cache-control')
+    if (caching !== undefined && PUBLIC_CACHING.test(String(caching))) {
       reply.removeHeader('set-cookie')
-      return
+      return done(null, payload)
     }
     if (request.session) {
       // Appended to whatever Set-Cookie lines the route wrote (fastify copies the array).
@@ -195,6 +235,7 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     } else if (request.cookies[SESSION_COOKIE]) {
       reply.clearCookie(SESSION_COOKIE, cookieBase)
     }
+    done(null, payload)
   })
 }
 

@@ -64,10 +64,16 @@ export function canonicalQuery(query: Record<string, unknown>): string {
 
 const groupTag = (userId: number, group: CacheGroup) => `user:${userId}:${group}`
 
+/**
+ * Entries hold the answer's JSON text as it is sent (`v2`; `proxy:` entries held that text JSON-encoded
+ * again): a new prefix, so that during a rolling deploy no instance reads the other format.
+ */
+const KEY_PREFIX = 'proxy:v2'
+
 /** Shared keys name the path and query only; per-user keys start with the user, so no one else can hit them. */
 export function cacheKey(scope: 'shared' | 'user', path: string, query: string, userId: number): string {
   const target = query ? `${path}?${query}` : path
-  return scope === 'shared' ? `proxy:shared:${target}` : `proxy:user:${userId}:${target}`
+  return scope === 'shared' ? `${KEY_PREFIX}:shared:${target}` : `${KEY_PREFIX}:user:${userId}:${target}`
 }
 
 /**
@@ -178,9 +184,10 @@ export function createProxyService({
       if (rule.cache === 'none') return { body: await load(), cache: null }
       const key = cacheKey(rule.cache, call.path, query, call.userId)
       const tags = rule.cache === 'user' && rule.group ? [groupTag(call.userId, rule.group)] : []
-      // A failed fetch throws through remember(), so nothing is stored for it.
-      const { value, hit } = await cache.remember(key, { ttlSeconds, tags }, load)
-      return { body: value as string, cache: hit ? 'HIT' : 'MISS' }
+      // Stored as the text it is sent as: a hit costs no parse and no serialising. A failed fetch
+      // throws through rememberJson(), so nothing is stored for it.
+      const { value, hit } = await cache.rememberJson(key, { ttlSeconds, tags }, load)
+      return { body: value, cache: hit ? 'HIT' : 'MISS' }
     },
 
     /**

@@ -38,6 +38,19 @@ export function createSessionsService({
     return { lastActivity: now - lifetimeSeconds, createdAt: now - absoluteLifetimeSeconds }
   }
 
+  /**
+   * What a request on this session needs, without I/O: `live` (nothing), `touch` (live, but its last
+   * activity is due to be written: `keepAlive`), or `expired` (idle past the lifetime, or begun
+   * longer ago than the absolute lifetime: `keepAlive` deletes it).
+   */
+  const standing = (session: ActiveSession): 'live' | 'touch' | 'expired' => {
+    const { row } = session
+    const now = unixSeconds(clock)
+    const live = liveSince()
+    if (row.lastActivity < live.lastActivity || row.createdAt < live.createdAt) return 'expired'
+    return now - row.lastActivity >= TOUCH_AFTER_SECONDS ? 'touch' : 'live'
+  }
+
   return {
     /** Starts a new session with a fresh id and CSRF token. */
     async open(input: {
@@ -71,22 +84,23 @@ export function createSessionsService({
       return found && { session: { token, row: found.session }, user: found.user ?? undefined }
     },
 
+    standing,
+
     /**
      * Expiry and the once-a-minute touch, on every request (also for a session held in memory): false,
      * and the row deleted, when the session was idle past the lifetime or began longer ago than the
      * absolute lifetime.
      */
     async keepAlive(session: ActiveSession): Promise<boolean> {
-      const { row } = session
-      const now = unixSeconds(clock)
-      const live = liveSince()
-      if (row.lastActivity < live.lastActivity || row.createdAt < live.createdAt) {
-        await repo.delete(row.id)
+      const state = standing(session)
+      if (state === 'expired') {
+        await repo.delete(session.row.id)
         return false
       }
-      if (now - row.lastActivity >= TOUCH_AFTER_SECONDS) {
-        await repo.touch(row.id, now)
-        row.lastActivity = now
+      if (state === 'touch') {
+        const now = unixSeconds(clock)
+        await repo.touch(session.row.id, now)
+        session.row.lastActivity = now
       }
       return true
     },
