@@ -1,6 +1,8 @@
 /** Where cached JSON lives: in this process (memory.ts) or shared by every instance (redis.ts). */
 export interface CacheDriver {
   get(key: string): Promise<Buffer | string | undefined>
+  /** `get` without waiting, for a driver that holds its entries in this process (a hit skips the flight). */
+  peek?(key: string): string | undefined
   /**
    * Stores value for ttlSeconds under tags. With `versions` (from tagVersions, taken before the value
    * was computed) a driver shared by several instances skips the write when a tag was invalidated
@@ -125,6 +127,15 @@ export function createCache(driver: CacheDriver, options: CacheOptions = {}): Ca
   ) {
     const running = flights.get(key)
     if (running) return running.promise as Promise<{ value: T; hit: boolean }>
+    // An entry in this process's memory is answered at once, with no flight to set up and land.
+    const held = driver.peek?.(key)
+    if (held !== undefined) {
+      try {
+        return Promise.resolve({ value: codec.decode(held), hit: true })
+      } catch (error) {
+        report(error, 'get') // unreadable: loaded again below, as a miss
+      }
+    }
     const flight: Flight = { tags, stale: false, promise: undefined as never }
     const promise = load(key, ttlSeconds, tags, flight, fn, codec)
     flight.promise = promise

@@ -35,15 +35,21 @@ export function createMemoryCacheDriver(options: { maxBytes: number; clock?: Clo
     dispose: (entry, key) => unindex(key, entry.tags),
   })
 
+  const peek = (key: string): string | undefined => {
+    const entry = lru.get(key)
+    if (!entry) return undefined
+    if (entry.expiresAt <= clock.now().getTime()) {
+      lru.delete(key)
+      return undefined
+    }
+    return entry.value
+  }
+
   return {
+    peek,
+
     async get(key) {
-      const entry = lru.get(key)
-      if (!entry) return undefined
-      if (entry.expiresAt <= clock.now().getTime()) {
-        lru.delete(key)
-        return undefined
-      }
-      return entry.value
+      return peek(key)
     },
 
     async set(key, value, ttlSeconds, tags) {
