@@ -1,10 +1,15 @@
 import os from 'node:os'
 import pg from 'pg'
 import { Pool } from 'undici'
+import type { Database } from '../src/db/client.ts'
 import { systemClock } from '../src/lib/clock.ts'
+import { holdStatementsSql } from '../src/modules/credits/holds/holds.repository.ts'
 import { createLedgerService } from '../src/modules/credits/ledger.service.ts'
+import { auditLedger } from '../src/modules/credits/ledger-audit.ts'
 import { createUsersService } from '../src/modules/users/users.service.ts'
 import {
+  cpuBetween,
+  cpuSnapshot,
   percentile,
   type RunResult,
   runClients,
@@ -22,6 +27,81 @@ const CLIENTS = 32
 interface Session {
   userId: number
   headers: Record<string, string>
+}
+
+/**
+ * CPU ms per operation in this process (the app and its load) and in PostgreSQL (this database's
+ * backends and the server's own processes such as the WAL writer, not other databases'), over one phase.
+ */
+interface CpuPerOp {
+  nodeMs: number
+  postgresMs: number
+  /** Share of the machine's CPU time that was busy (any process). */
+  machineBusy: number | null
+}
+
+async function measured<T extends RunResult>(
+  database: string,
+  run: () => Promise<T>,
+): Promise<T & { cpu: CpuPerOp }> {
+  const before = cpuSnapshot()
+  const result = await run()
+  const used = cpuBetween(before, cpuSnapshot(), {
+    node: (pid) => pid === process.pid,
+    // "postgres: 15/main: walwriter", or a backend "postgres: 15/main: user dbname 127.0.0.1(5678) idle".
+    postgres: (_pid, command) =>
+      command.startsWith('postgres: ') && (command.includes(` ${database} `) || !command.includes('(')),
+  })
+  const per = (ms = 0) => ms / Math.max(1, result.ops)
+  return {
+    ...result,
+    cpu: {
+      nodeMs: per(used.groups.node),
+      postgresMs: per(used.groups.postgres),
+      machineBusy: used.machine ? used.machine.busyMs / used.machine.totalMs : null,
+    },
+  }
+}
+
+/**
+ * The same create -> capture cycles as the app's, as the very statements the app sends (same text,
+ * name and values), on a bare pg pool of the app's size: the database's own limit for these
+ * transactions, with no HTTP, sessions, validation or ORM around them.
+ */
+async function rawCycles(database: Database, url: string, sessions: Session[]) {
+  const statements = holdStatementsSql(database.db)
+  const pool = new pg.Pool({ connectionString: url, max: database.poolSize })
+  try {
+    // Every connection open before the clock starts (and its server process counted in the CPU figures).
+    await Promise.all(Array.from({ length: database.poolSize }, () => pool.query('select 1')))
+    const timed = async (name: string, text: string, values: unknown[]) => {
+      const t0 = performance.now()
+      const { rows } = await pool.query({ name, text, values, rowMode: 'array' })
+      return { rows, ms: performance.now() - t0 }
+    }
+    return await measured(new URL(url).pathname.slice(1), () =>
+      runClients(CLIENTS, sessions, SECONDS, async ({ userId }, n, result) => {
+        const orderId = `raw-${n}`
+        const { place, capture } = statements
+        const created = await timed(
+          place.name,
+          place.text,
+          place.values({ userId, orderId, accountHash: null, amount: '1', now: new Date() }),
+        )
+        const captured = await timed(
+          capture.name,
+          capture.text,
+          capture.values({ userId, orderId, now: new Date() }),
+        )
+        // A new hold has its id in the created columns (third on); a capture its settled row's (second on).
+        if (created.rows[0]?.[2] == null || captured.rows[0]?.[1] == null) result.errors++
+        else result.succeeded++
+        return [created.ms, captured.ms]
+      }),
+    )
+  } finally {
+    await pool.end()
+  }
 }
 
 async function main() {
@@ -44,57 +124,42 @@ async function main() {
 
     const call = timedCaller(http)
 
-    const baseline = await runClients(CLIENTS, sessions, BASELINE_SECONDS, async (session, _n, result) => {
-      const res = await call('GET', '/api/credits', session)
-      if (res.status !== 200) result.errors++
-      return [res.ms]
-    })
+    const databaseName = new URL(bench.databaseUrl).pathname.slice(1)
+    const baseline = await measured(databaseName, () =>
+      runClients(CLIENTS, sessions, BASELINE_SECONDS, async (session, _n, result) => {
+        const res = await call('GET', '/api/credits', session)
+        if (res.status !== 200) result.errors++
+        return [res.ms]
+      }),
+    )
 
-    const cycles = await runClients(CLIENTS, sessions, SECONDS, async (session, n, result) => {
-      const order = `bench-${n}`
-      const created = await call('POST', '/api/credit-holds', session, { broker_parent_order_id: order })
-      const captured = await call('POST', '/api/credit-holds/capture', session, {
-        broker_parent_order_id: order,
-      })
-      if (created.status !== 201 || captured.status !== 200) result.errors++
-      if (captured.text === '{"captured":true}') result.succeeded++
-      return [created.ms, captured.ms]
-    })
+    const raw = await rawCycles(database, bench.databaseUrl, sessions)
+
+    const cycles = await measured(databaseName, () =>
+      runClients(CLIENTS, sessions, SECONDS, async (session, n, result) => {
+        const order = `bench-${n}`
+        const created = await call('POST', '/api/credit-holds', session, { broker_parent_order_id: order })
+        const captured = await call('POST', '/api/credit-holds/capture', session, {
+          broker_parent_order_id: order,
+        })
+        if (created.status !== 201 || captured.status !== 200) result.errors++
+        if (captured.text === '{"captured":true}') result.succeeded++
+        return [created.ms, captured.ms]
+      }),
+    )
     await http.close()
 
-    // The ledger after the storm: every check is one SQL answer of 0 problems.
-    const checker = new pg.Client({ connectionString: bench.databaseUrl })
-    await checker.connect()
-    const problems = await checker.query<{ check: string; n: string }>(`
-      select 'balance_after breaks the chain' as check, count(*)::text as n from (
-        select balance_after, sum(amount) over (partition by user_id order by id) as running from credit_transactions
-      ) chain where balance_after <> running
-      union all
-      select 'account balance differs from the ledger sum', count(*)::text from credit_accounts a
-        where a.balance <> (select coalesce(sum(amount), 0) from credit_transactions t where t.user_id = a.user_id)
-      union all
-      select 'account held differs from the held holds', count(*)::text from credit_accounts a
-        where a.held <> (select coalesce(sum(credits_amount), 0) from credit_holds h where h.user_id = a.user_id and h.status = 'held')
-      union all
-      select 'captures without exactly one debit', count(*)::text from credit_holds h
-        where h.status = 'captured'
-        and (select count(*) from credit_transactions t
-             where t.user_id = h.user_id and t.kind = 'hold_capture' and t.reference = h.broker_parent_order_id) <> 1
-    `)
-    const debits = (
-      await checker.query<{ n: string }>(
-        `select count(*)::text as n from credit_transactions where kind = 'hold_capture'`,
-      )
-    ).rows[0]?.n
-    await checker.end()
-    const failed = problems.rows.filter((row) => row.n !== '0')
-    const consistent = failed.length === 0 && Number(debits) === cycles.succeeded
+    // The ledger after both storms: every check one SQL answer of 0 problems (the tests run the same).
+    const audit = await auditLedger(database.db)
+    const captures = cycles.succeeded + raw.succeeded
+    const consistent = audit.failed.length === 0 && audit.holdCaptureDebits === captures
 
     const cpu = os.cpus()
-    const line = (label: string, r: RunResult) =>
-      `${label.padEnd(28)} ${(r.ops / r.seconds).toFixed(0).padStart(6)} req/s   p50 ${percentile(r.latencies, 50).toFixed(1)} ms   p99 ${percentile(r.latencies, 99).toFixed(1)} ms   errors ${r.errors}`
+    const rate = (r: RunResult) => r.ops / r.seconds
+    const line = (label: string, r: RunResult & { cpu: CpuPerOp }, unit = 'req/s') =>
+      `${label.padEnd(28)} ${rate(r).toFixed(0).padStart(6)} ${unit}   p50 ${percentile(r.latencies, 50).toFixed(1)} ms   p99 ${percentile(r.latencies, 99).toFixed(1)} ms   errors ${r.errors}   load ${r.load}\n${''.padEnd(28)} CPU per op: node ${r.cpu.nodeMs.toFixed(2)} ms, postgres ${r.cpu.postgresMs.toFixed(2)} ms; machine ${r.cpu.machineBusy === null ? '?' : (100 * r.cpu.machineBusy).toFixed(0)}% busy`
     console.log(
-      `credits benchmark: ${USERS} users, ${CLIENTS} concurrent clients, PostgreSQL (pool of 10), one app instance`,
+      `credits benchmark: ${USERS} users, ${CLIENTS} concurrent clients, PostgreSQL (pool of ${database.poolSize}), one app instance`,
     )
     console.log(`machine: ${cpu.length} x ${cpu[0]?.model ?? 'unknown cpu'}, node ${process.version}`)
     console.log(line(`baseline GET /api/credits`, baseline))
@@ -102,20 +167,23 @@ async function main() {
     console.log(
       `create -> capture cycles     ${(cycles.succeeded / cycles.seconds).toFixed(0).padStart(6)} cycles/s (${cycles.succeeded} captured in ${cycles.seconds.toFixed(1)} s)`,
     )
+    console.log(`ratio to GET baseline        ${(rate(cycles) / rate(baseline)).toFixed(2)}`)
+    console.log(line('raw pg, the same statements', raw, 'stmt/s'))
     console.log(
-      `ratio to baseline            ${(cycles.ops / cycles.seconds / (baseline.ops / baseline.seconds)).toFixed(2)}`,
+      `ratio app / raw pg           ${(rate(cycles) / rate(raw)).toFixed(2)}   (raw pg: the database's own limit for these transactions)`,
     )
     console.log(
       consistent
-        ? `ledger: consistent (${debits} hold_capture rows = ${cycles.succeeded} captures answered true)`
-        : `ledger: INCONSISTENT ${JSON.stringify(failed)} debits=${debits} captures=${cycles.succeeded}`,
+        ? `ledger: consistent (${audit.checks.length} checks; ${audit.holdCaptureDebits} hold_capture rows = ${cycles.succeeded} app + ${raw.succeeded} raw pg captures)`
+        : `ledger: INCONSISTENT ${JSON.stringify(audit.failed)} debits=${audit.holdCaptureDebits} captures=${captures}`,
     )
-    const figures = (r: RunResult) => ({
+    const figures = (r: RunResult & { cpu: CpuPerOp }) => ({
       rate: r.ops / r.seconds,
       p50: percentile(r.latencies, 50),
       p99: percentile(r.latencies, 99),
       errors: r.errors,
       load: r.load,
+      cpuPerOp: r.cpu,
     })
     const json = writeBenchJson('credits', {
       users: USERS,
@@ -123,11 +191,15 @@ async function main() {
       baseline: figures(baseline),
       holdRequests: figures(cycles),
       cyclesPerSecond: cycles.succeeded / cycles.seconds,
-      ratio: cycles.ops / cycles.seconds / (baseline.ops / baseline.seconds),
+      ratio: rate(cycles) / rate(baseline),
+      rawPg: figures(raw),
+      ratioToRawPg: rate(cycles) / rate(raw),
+      poolSize: database.poolSize,
       ledgerConsistent: consistent,
+      ledgerChecks: audit.checks,
     })
     if (json) console.log(`figures written to ${json}`)
-    if (!consistent || cycles.errors > 0 || baseline.errors > 0) process.exitCode = 1
+    if (!consistent || cycles.errors > 0 || baseline.errors > 0 || raw.errors > 0) process.exitCode = 1
   } finally {
     await bench.close()
   }

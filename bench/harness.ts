@@ -53,7 +53,6 @@ export async function startBenchApp(prefix: string, env: Record<string, string> 
     rmSync(dataDir, { recursive: true, force: true })
   }
   try {
-    const database = await openDatabase({ url: databaseUrl })
     const config = loadConfig(
       {
         NODE_ENV: 'test',
@@ -61,10 +60,13 @@ export async function startBenchApp(prefix: string, env: Record<string, string> 
         DATA_DIR: dataDir,
         LOG_LEVEL: 'silent',
         DATABASE_URL: databaseUrl,
+        // The pool size the app would get from its environment (default 10).
+        ...(process.env.DATABASE_POOL_SIZE ? { DATABASE_POOL_SIZE: process.env.DATABASE_POOL_SIZE } : {}),
         ...env,
       },
       dataDir,
     )
+    const database = await openDatabase({ url: databaseUrl, poolSize: config.databasePoolSize })
     const app = await buildApp(config, { database })
     await app.listen({ host: '127.0.0.1', port: 0 })
     const address = app.server.address()

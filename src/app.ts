@@ -64,7 +64,11 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 /** The database the config names: PostgreSQL for DATABASE_URL, else PGlite under DATA_DIR. */
 export function openConfiguredDatabase(config: Config): Promise<Database> {
-  return openDatabase(config.databaseUrl ? { url: config.databaseUrl } : { dataDir: `${config.dataDir}/db` })
+  return openDatabase(
+    config.databaseUrl
+      ? { url: config.databaseUrl, poolSize: config.databasePoolSize }
+      : { dataDir: `${config.dataDir}/db` },
+  )
 }
 
 /** Builds the whole service: infrastructure plugins first, then every module, in one explicit list. */

@@ -15,6 +15,7 @@ const Env = Type.Object({
   APP_KEY: Type.Optional(Type.String({ pattern: '^base64:[A-Za-z0-9+/]{43}=$' })),
   DATA_DIR: Type.Optional(Type.String({ minLength: 1 })),
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
+  DATABASE_POOL_SIZE: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
   REDIS_PREFIX: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,64}$' })),
   FRONTEND_URL: Type.Optional(Type.String()),
@@ -64,6 +65,8 @@ export interface Config {
   readonly appKey: string
   readonly dataDir: string
   readonly databaseUrl: string | undefined
+  /** Connections the PostgreSQL pool opens at most (DATABASE_POOL_SIZE); unused with PGlite. */
+  readonly databasePoolSize: number
   readonly redisUrl: string | undefined
   /** Put before every key and pub/sub channel, so services sharing a Redis server stay apart. */
   readonly redisPrefix: string
@@ -271,6 +274,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
     appKey: env.APP_KEY ?? localAppKey(dataDir),
     dataDir,
     databaseUrl: env.DATABASE_URL,
+    databasePoolSize: Number(env.DATABASE_POOL_SIZE ?? 10), // db/client.ts DEFAULT_POOL_SIZE
     redisUrl: env.REDIS_URL,
     redisPrefix: env.REDIS_PREFIX ?? 'trading:',
     frontendOrigins: Object.freeze(frontendOrigins),

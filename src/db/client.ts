@@ -16,6 +16,8 @@ export type Db = PgDatabase<PgQueryResultHKT, typeof schema>
 export interface Database {
   readonly db: Db
   readonly kind: 'pglite' | 'postgres'
+  /** Connections used at most (PGlite is one connection). */
+  readonly poolSize: number
   /** Applies the committed SQL migrations under drizzle/ that have not run yet. */
   migrate(): Promise<void>
   /** Throws when the database does not answer. */
@@ -27,11 +29,14 @@ const migrationsFolder = fileURLToPath(new URL('../../drizzle', import.meta.url)
 // Any fixed number: instances starting together take turns to migrate.
 const MIGRATION_LOCK = 727_001
 
-export type DatabaseTarget = { url: string } | { dataDir: string } | { memory: true }
+/** Connections a PostgreSQL pool opens at most unless told otherwise (DATABASE_POOL_SIZE). */
+export const DEFAULT_POOL_SIZE = 10
+
+export type DatabaseTarget = { url: string; poolSize?: number } | { dataDir: string } | { memory: true }
 
 /** Opens PostgreSQL (a pg pool) for a URL, otherwise embedded PGlite in a folder or in memory. */
 export async function openDatabase(target: DatabaseTarget): Promise<Database> {
-  if ('url' in target) return openPostgres(target.url)
+  if ('url' in target) return openPostgres(target.url, target.poolSize ?? DEFAULT_POOL_SIZE)
   return openPglite('dataDir' in target ? target.dataDir : undefined)
 }
 
@@ -43,6 +48,7 @@ async function openPglite(dataDir: string | undefined): Promise<Database> {
   return {
     db,
     kind: 'pglite',
+    poolSize: 1,
     migrate: () => migratePglite(drizzlePglite({ client, schema }), { migrationsFolder }),
     ping: async () => {
       if (client.closed) throw new Error('database is closed')
@@ -54,8 +60,8 @@ async function openPglite(dataDir: string | undefined): Promise<Database> {
   }
 }
 
-async function openPostgres(url: string): Promise<Database> {
-  const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 5000 })
+async function openPostgres(url: string, poolSize: number): Promise<Database> {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 5000 })
   // An idle client that loses its server must not crash the process; the next query reports it.
   pool.on('error', () => {})
   const drizzleDb = drizzlePg({ client: pool, schema })
@@ -63,6 +69,7 @@ async function openPostgres(url: string): Promise<Database> {
   return {
     db: drizzleDb as unknown as Db,
     kind: 'postgres',
+    poolSize,
     migrate: async () => {
       const lock = await pool.connect()
       try {

@@ -59,6 +59,7 @@ export function sharedDatabase(database: Database): Database {
   return {
     db: database.db,
     kind: database.kind,
+    poolSize: database.poolSize,
     migrate: () => database.migrate(),
     ping: () => database.ping(),
     close: async () => {},

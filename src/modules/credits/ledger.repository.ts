@@ -65,25 +65,6 @@ export function createLedgerRepository({ db }: { db: Db }) {
       return row?.balance
     },
 
-    /**
-     * Adds `delta` (signed) to the held total unless that leaves it negative or above the balance;
-     * answers whether it did.
-     */
-    async addToHeld(userId: number, delta: string, now: Date): Promise<boolean> {
-      const rows = await db
-        .update(creditAccounts)
-        .set({ held: sql`${creditAccounts.held} + ${numeric(delta)}`, updatedAt: now })
-        .where(
-          and(
-            eq(creditAccounts.userId, userId),
-            sql`${creditAccounts.held} + ${numeric(delta)} >= 0`,
-            sql`${creditAccounts.balance} - (${creditAccounts.held} + ${numeric(delta)}) >= 0`,
-          ),
-        )
-        .returning({ userId: creditAccounts.userId })
-      return rows.length > 0
-    },
-
     async insertTransaction(
       entry: NewLedgerRow & { balanceAfter: string; createdAt: Date },
     ): Promise<CreditTransactionRow> {

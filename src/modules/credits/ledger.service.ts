@@ -38,7 +38,8 @@ function accountQueueOf(db: Db): KeyedQueue {
 
 /**
  * The credits ledger: an append-only list of signed amounts per user, with the running balance and
- * held totals on the user's credit_accounts row. Every change happens inside withLockedAccount, so
+ * held totals on the user's credit_accounts row. Every change locks that row first (inside
+ * withLockedAccount, or as the first step of one statement, as the hold statements do), so
  * concurrent changes for one user run one after the other, on one instance or many.
  */
 export function createLedgerService({ db, clock }: { db: Db; clock: Clock }) {
@@ -46,6 +47,14 @@ export function createLedgerService({ db, clock }: { db: Db; clock: Clock }) {
   const queue = accountQueueOf(db)
 
   return {
+    /**
+     * Runs fn after this instance's earlier operations on the user's credits are done (no
+     * transaction, no lock: fn's own statement must lock the account row, as the hold statements do).
+     */
+    serialized<T>(userId: number, fn: () => Promise<T>): Promise<T> {
+      return queue.run(userId, fn)
+    },
+
     /**
      * Runs fn in one transaction holding the user's credit_accounts row locked (created on first use).
      * Never nest it for one user: the inner call would wait for the outer one forever.
@@ -87,17 +96,6 @@ export function createLedgerService({ db, clock }: { db: Db; clock: Clock }) {
         throw insufficientCredits(field, spendableOf(account))
       }
       return locked.insertTransaction({ ...entry, balanceAfter, createdAt: now })
-    },
-
-    /** Reserves `amount` of the spendable credits inside tx (locked); false when they do not cover it. */
-    reserve(tx: Db, userId: number, amount: string): Promise<boolean> {
-      return createLedgerRepository({ db: tx }).addToHeld(userId, amount, clock.now())
-    },
-
-    /** Gives back `amount` of the held credits inside tx (locked), as a release does. */
-    async unreserve(tx: Db, userId: number, amount: string): Promise<void> {
-      const done = await createLedgerRepository({ db: tx }).addToHeld(userId, `-${amount}`, clock.now())
-      if (!done) throw new Error(`held credits of user ${userId} are below ${amount}`)
     },
 
     /** {available_credits, held_credits, credits_available_for_automation} as numbers. */

@@ -1,13 +1,13 @@
 import type { Db } from '../../../db/client.ts'
-import type { CreditHoldRow } from '../../../db/schema/index.ts'
+import type { CreditHoldRow, HoldStatus } from '../../../db/schema/index.ts'
 import type { Clock } from '../../../lib/clock.ts'
-import { creditUnitsToNumber, negateCredits, toCreditString, toCreditUnits } from '../../../lib/decimal.ts'
+import { creditUnitsToNumber, toCreditString, toCreditUnits } from '../../../lib/decimal.ts'
 import { HttpError, ValidationError } from '../../../lib/errors.ts'
 import { type LengthAwarePage, paginate } from '../../../lib/laravel.ts'
 import { DEFAULT_PER_PAGE, type PageQuery } from '../credits.schemas.ts'
 import { insufficientCredits, type LedgerService } from '../ledger.service.ts'
 import { presentHold } from './holds.presenters.ts'
-import { createHoldsRepository } from './holds.repository.ts'
+import { createHoldsRepository, type SettledStatus } from './holds.repository.ts'
 import type { CreateHoldBody, HoldResponse, TransferHoldBody } from './holds.schemas.ts'
 
 export interface HoldsDeps {
@@ -25,26 +25,34 @@ const tooPrecise = () =>
     credits_amount: ['The credits amount field must have 0-4 decimal places.'],
   })
 
-// Cannot happen while the account row is locked; if it ever does, fail the transaction whole.
+// Cannot happen while the account row is locked; if it ever does, fail the request whole.
 const holdMovedUnderLock = () => new Error('credit hold changed under the account lock')
 
 const targetTaken = () => new HttpError(409, 'Another hold already uses the target parent order.')
 
 /**
  * Credit holds for automated parent orders: held, then captured (one ledger debit) or released.
- * Each operation is one transaction holding the user's credit account locked, so requests racing
- * on one user (on any number of instances) run one at a time, and every one of them is idempotent
- * per (user, broker_parent_order_id).
+ * Every operation locks the user's credit account first, so requests racing on one user (on any
+ * number of instances) run one at a time, and every one of them is idempotent per
+ * (user, broker_parent_order_id). Create, capture and release are each one SQL statement (one round
+ * trip); only when a racing request changed the order in between (see holdStatements) does one run
+ * again inside a transaction that took the lock first.
  */
 export function createHoldsService({ db, clock, ledger, holdDefault, onChange }: HoldsDeps) {
   const repo = createHoldsRepository({ db })
 
-  /** Tells `onChange` of the order's hold as it now is, when `changed`; answers `changed`. */
-  async function announce(userId: number, orderId: string, changed: boolean): Promise<boolean> {
-    if (!changed || !onChange) return changed
-    const hold = await repo.findByOrder(userId, orderId)
-    if (hold) onChange(userId, hold)
-    return changed
+  /** Settles the order's held hold as `status`, announcing it once committed. */
+  async function settle(userId: number, orderId: string, status: SettledStatus): Promise<HoldStatus | null> {
+    let outcome = await ledger.serialized(userId, () => repo.settleHold(userId, orderId, status, clock.now()))
+    if (outcome.kind === 'raced') {
+      outcome = await ledger.withLockedAccount(userId, (tx) =>
+        createHoldsRepository({ db: tx }).settleHold(userId, orderId, status, clock.now()),
+      )
+    }
+    if (outcome.kind === 'raced') throw holdMovedUnderLock()
+    if (outcome.kind === 'unchanged') return outcome.status
+    onChange?.(userId, outcome.hold)
+    return status
   }
 
   return {
@@ -55,69 +63,44 @@ export function createHoldsService({ db, clock, ledger, holdDefault, onChange }:
     async create(userId: number, input: CreateHoldBody): Promise<{ hold: CreditHoldRow; created: boolean }> {
       const amount = input.credits_amount === undefined ? holdDefault : toCreditString(input.credits_amount)
       if (amount === null) throw tooPrecise()
-      const result = await ledger.withLockedAccount(userId, async (tx, account) => {
-        const holds = createHoldsRepository({ db: tx })
-        const existing = await holds.findByOrder(userId, input.broker_parent_order_id)
-        if (existing) return { hold: existing, created: false }
-        if (!(await ledger.reserve(tx, userId, amount))) {
+      const hold = {
+        userId,
+        brokerParentOrderId: input.broker_parent_order_id,
+        brokerAccountHash: input.broker_account_hash ?? null,
+        creditsAmount: amount,
+      }
+      let outcome = await ledger.serialized(userId, () => repo.placeHold(hold, clock.now()))
+      if (outcome.kind === 'raced') {
+        outcome = await ledger.withLockedAccount(userId, (tx) =>
+          createHoldsRepository({ db: tx }).placeHold(hold, clock.now()),
+        )
+      }
+      switch (outcome.kind) {
+        case 'created':
+          onChange?.(userId, outcome.hold)
+          return { hold: outcome.hold, created: true }
+        case 'existing':
+          return { hold: outcome.hold, created: false }
+        case 'refused': {
+          const { balance = '0', held = '0' } = outcome.account ?? {}
           throw insufficientCredits(
             'credits_amount',
-            creditUnitsToNumber(toCreditUnits(account.balance) - toCreditUnits(account.held)),
+            creditUnitsToNumber(toCreditUnits(balance) - toCreditUnits(held)),
           )
         }
-        const hold = await holds.insert(
-          {
-            userId,
-            brokerParentOrderId: input.broker_parent_order_id,
-            brokerAccountHash: input.broker_account_hash ?? null,
-            creditsAmount: amount,
-          },
-          clock.now(),
-        )
-        return { hold, created: true }
-      })
-      if (result.created) onChange?.(userId, result.hold)
-      return result
+        default:
+          throw holdMovedUnderLock()
+      }
     },
 
     /** held -> captured with one `hold_capture` debit; true again once captured; false if released or unknown. */
     async capture(userId: number, orderId: string): Promise<boolean> {
-      let changed = false
-      const captured = await ledger.withLockedAccount(userId, async (tx) => {
-        const holds = createHoldsRepository({ db: tx })
-        const hold = await holds.findByOrder(userId, orderId)
-        if (!hold || hold.status === 'released') return false
-        if (hold.status === 'captured') return true
-        changed = true
-        if (!(await holds.settle(hold.id, 'captured', clock.now()))) throw holdMovedUnderLock()
-        // Held first, then the balance: the debit is covered by the credits the hold reserved.
-        await ledger.unreserve(tx, userId, hold.creditsAmount)
-        await ledger.append(
-          tx,
-          { userId, amount: negateCredits(hold.creditsAmount), kind: 'hold_capture', reference: orderId },
-          'broker_parent_order_id',
-        )
-        return true
-      })
-      await announce(userId, orderId, changed)
-      return captured
+      return (await settle(userId, orderId, 'captured')) === 'captured'
     },
 
     /** held -> released, freeing its credits; true again once released; false if captured or unknown. */
     async release(userId: number, orderId: string): Promise<boolean> {
-      let changed = false
-      const released = await ledger.withLockedAccount(userId, async (tx) => {
-        const holds = createHoldsRepository({ db: tx })
-        const hold = await holds.findByOrder(userId, orderId)
-        if (!hold || hold.status === 'captured') return false
-        if (hold.status === 'released') return true
-        if (!(await holds.settle(hold.id, 'released', clock.now()))) throw holdMovedUnderLock()
-        await ledger.unreserve(tx, userId, hold.creditsAmount)
-        changed = true
-        return true
-      })
-      await announce(userId, orderId, changed)
-      return released
+      return (await settle(userId, orderId, 'released')) === 'released'
     },
 
     /**
@@ -133,21 +116,20 @@ export function createHoldsService({ db, clock, ledger, holdDefault, onChange }:
           ],
         })
       }
-      let changed = false
+      let moved: CreditHoldRow | undefined
       const transferred = await ledger.withLockedAccount(userId, async (tx) => {
         const holds = createHoldsRepository({ db: tx })
         const source = await holds.findByOrder(userId, from)
         const target = await holds.findByOrder(userId, to)
         if (source?.status === 'held') {
           if (target) throw targetTaken()
-          await holds.moveToOrder(source.id, from, to, clock.now())
-          changed = true
+          moved = await holds.moveToOrder(source.id, from, to, clock.now())
           return true
         }
         // The same transfer again (a retry): the hold is already on `to`, having come from `from`.
         return target?.transferredFrom === from
       })
-      await announce(userId, to, changed)
+      if (moved) onChange?.(userId, moved)
       return transferred
     },
 

@@ -1,0 +1,60 @@
+import { sql } from 'drizzle-orm'
+import type { Db } from '../../db/client.ts'
+
+/** One invariant of the credits ledger and how many rows break it (0 when it holds). */
+export interface LedgerCheck {
+  check: string
+  problems: number
+}
+
+export interface LedgerAudit {
+  checks: LedgerCheck[]
+  /** The checks that found problems; empty when the ledger is consistent. */
+  failed: LedgerCheck[]
+  /** `hold_capture` ledger rows in all (a benchmark compares them with the captures it was answered). */
+  holdCaptureDebits: number
+}
+
+// Each check counts the rows that break one invariant, over every user. For tests and benchmarks
+// after a storm of concurrent requests; on a large ledger this reads whole tables.
+const CHECKS = sql`
+  select 'balance_after breaks the chain' as check, count(*)::int as problems from (
+    select balance_after, sum(amount) over (partition by user_id order by id) as running from credit_transactions
+  ) chain where balance_after <> running
+  union all
+  select 'account balance differs from the ledger sum', count(*)::int from credit_accounts a
+    where a.balance <> (select coalesce(sum(amount), 0) from credit_transactions t where t.user_id = a.user_id)
+  union all
+  select 'account held differs from the held holds', count(*)::int from credit_accounts a
+    where a.held <> (select coalesce(sum(credits_amount), 0) from credit_holds h where h.user_id = a.user_id and h.status = 'held')
+  union all
+  select 'account held negative or above the balance', count(*)::int from credit_accounts
+    where held < 0 or held > balance
+  union all
+  select 'captures without exactly one debit', count(*)::int from credit_holds h
+    where h.status = 'captured'
+    and (select count(*) from credit_transactions t
+         where t.user_id = h.user_id and t.kind = 'hold_capture' and t.reference = h.broker_parent_order_id) <> 1
+  union all
+  select 'debits without a captured hold of that amount', count(*)::int from credit_transactions t
+    where t.kind = 'hold_capture' and not exists (
+      select 1 from credit_holds h where h.user_id = t.user_id and h.broker_parent_order_id = t.reference
+        and h.status = 'captured' and t.amount = -h.credits_amount)
+  union all
+  select 'hold_capture debits', count(*)::int from credit_transactions where kind = 'hold_capture'
+`
+
+/**
+ * Checks the credits invariants over the whole database: every balance_after continues its user's
+ * chain, each account's balance is its ledger's sum and its held total the sum of its held holds
+ * (never above the balance), and every captured hold has exactly one `hold_capture` debit of its
+ * amount and every such debit its captured hold.
+ */
+export async function auditLedger(db: Db): Promise<LedgerAudit> {
+  const rows = await db
+    .select({ check: sql<string>`audit.check`, problems: sql<number>`audit.problems`.mapWith(Number) })
+    .from(sql`(${CHECKS}) as audit`)
+  const debits = rows.find((row) => row.check === 'hold_capture debits')?.problems ?? 0
+  const checks = rows.filter((row) => row.check !== 'hold_capture debits')
+  return { checks, failed: checks.filter((row) => row.problems !== 0), holdCaptureDebits: debits }
+}
