@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto'
-import cookie from '@fastify/cookie'
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
 import { Redis } from 'ioredis'
 import type { Config } from './config.ts'
@@ -122,7 +121,6 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   await app.register(outboxPlugin, { retentionDays: config.outboxRetentionDays })
   await app.register(mailerPlugin, { config })
   await app.register(storagePlugin, { config })
-  await app.register(cookie)
   await app.register(bodyPlugin)
   await app.register(corsPlugin, { origins: config.frontendOrigins })
   await app.register(rateLimitPlugin)

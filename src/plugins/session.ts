@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { parseCookie, stringifySetCookie } from 'cookie'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Redis } from 'ioredis'
@@ -86,6 +87,19 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
   const maxAge = config.session.lifetimeMinutes * 60
   const absoluteLifetime = config.session.absoluteLifetimeMinutes * 60
   const cookieBase = { path: '/', sameSite: 'lax', secure: config.session.secureCookie } as const
+  // The one cookie this service reads, and what it writes, with the `cookie` package (what
+  // @fastify/cookie wraps; that plugin parsed every cookie into a new object and kept a Map per reply).
+  const presentedToken = (request: FastifyRequest): string | undefined => {
+    const header = request.headers.cookie
+    return header ? parseCookie(header)[SESSION_COOKIE] : undefined
+  }
+  const expiredSessionCookie = stringifySetCookie({
+    name: SESSION_COOKIE,
+    value: '',
+    ...cookieBase,
+    maxAge: 0,
+    expires: new Date(0),
+  })
 
   const clientInfo = (request: FastifyRequest) => ({
     ipAddress: request.ip ?? null,
@@ -192,7 +206,7 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
   // A session held in memory and live resolves without a promise; anything else goes through `settle`.
   app.addHook('onRequest', (request, _reply, done) => {
     if (request.method === 'OPTIONS') return done()
-    const token = request.cookies[SESSION_COOKIE]
+    const token = presentedToken(request)
     if (!token || token.length > 100) return done()
     const id = sessionIdOf(token)
     const entry = cache.get(id)
@@ -216,8 +230,8 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     const expires = new Date(expiresSecond * 1000)
     const options = { ...cookieBase, maxAge: cookieMaxAge, expires }
     const lines = [
-      app.serializeCookie(SESSION_COOKIE, session.token, { ...options, httpOnly: true }),
-      app.serializeCookie(XSRF_COOKIE, csrfToken, { ...options, httpOnly: false }),
+      stringifySetCookie({ name: SESSION_COOKIE, value: session.token, ...options, httpOnly: true }),
+      stringifySetCookie({ name: XSRF_COOKIE, value: csrfToken, ...options, httpOnly: false }),
     ]
     cookieLines.set(session.row.id, { made, lines })
     return lines
@@ -232,8 +246,9 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     if (request.session) {
       // Appended to whatever Set-Cookie lines the route wrote (fastify copies the array).
       reply.header('set-cookie', setCookieLines(request.session, app.clock.now().getTime()))
-    } else if (request.cookies[SESSION_COOKIE]) {
-      reply.clearCookie(SESSION_COOKIE, cookieBase)
+    } else if (presentedToken(request)) {
+      // A cookie naming no live session is cleared (appended, as above).
+      reply.header('set-cookie', expiredSessionCookie)
     }
     done(null, payload)
   })
