@@ -5,6 +5,8 @@
  * (autocannon) in this process pinned to CPU 1, so neither takes the other's core (BENCH_PIN=0: no
  * pinning):
  *   (a) a bare node:http server answering the very bytes `GET /api/markets` answers;
+ *   (f) for scale, Fastify alone (no logger, no hooks) answering the same bytes from one route: the
+ *       framework's own floor, which (b) cannot go below;
  *   (b) the app with its production defaults (NODE_ENV=production, LOG_LEVEL unset: its access log
  *       at `info`, written to the child's stdout, which is /dev/null) answering `GET /api/markets` to
  *       a signed-in session on a warm cache, PGlite in a temp DATA_DIR, a local simulated upstream;
@@ -23,6 +25,7 @@ import os from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
+import Fastify from 'fastify'
 import { Agent, Pool, request } from 'undici'
 import { buildApp } from '../src/app.ts'
 import { generateAppKey, loadConfig } from '../src/config.ts'
@@ -82,7 +85,13 @@ async function countingUpstream() {
 /** What the server process offers the measuring one. */
 interface Servers {
   /** Starts the upstream, the app (signed-in session, warm entry) and the bare server on its bytes. */
-  start(): Promise<{ appUrl: string; bareUrl: string; headers: Record<string, string>; bytes: number }>
+  start(): Promise<{
+    appUrl: string
+    bareUrl: string
+    fastifyUrl: string
+    headers: Record<string, string>
+    bytes: number
+  }>
   /** Starts (or, given a path, stops and writes) a CPU profile of this process. */
   profile(path?: string): Promise<void>
   upstreamCalls(path: string): Promise<number>
@@ -148,13 +157,20 @@ function createServers(): Servers {
         res.end(bytes)
       })
       const bareUrl = await listen(bare)
+      const floor = Fastify()
+      floor.get('/api/markets', (_request, reply) => {
+        reply.type('application/json; charset=utf-8').send(bytes)
+      })
+      await floor.listen({ host: '127.0.0.1', port: 0 })
+      const fastifyUrl = `http://127.0.0.1:${(floor.server.address() as AddressInfo).port}/api/markets`
       closeAll = async () => {
         await stop(bare)
+        await floor.close()
         await app.close()
         await upstream?.close()
         rmSync(dataDir, { recursive: true, force: true })
       }
-      return { appUrl, bareUrl, headers, bytes: bytes.length }
+      return { appUrl, bareUrl, fastifyUrl, headers, bytes: bytes.length }
     },
     async profile(path) {
       if (path === undefined) {
@@ -211,7 +227,7 @@ async function main() {
   const { cores, cpu, node, loadAverage } = machine()
   const pinned = pinToCore(servers.pid, SERVER_CORE) && pinToCore(process.pid, LOAD_CORE)
   try {
-    const { appUrl, bareUrl, headers, bytes } = await servers.start()
+    const { appUrl, bareUrl, fastifyUrl, headers, bytes } = await servers.start()
     console.log(`machine: ${cores} × ${cpu}, load average ${loadAverage.join(' ')}, node ${node}`)
     console.log(
       pinned
@@ -221,6 +237,7 @@ async function main() {
     console.log(`GET /api/markets answer: ${bytes} bytes; ${CONNECTIONS} connections, ${SECONDS} s each\n`)
 
     const a = await load(bareUrl, {}, servers.pid)
+    const f = await load(fastifyUrl, {}, servers.pid)
     const profilePath = process.env.BENCH_CPU_PROFILE
     if (profilePath) await servers.profile()
     const b = await load(`${appUrl}/api/markets`, headers, servers.pid)
@@ -229,8 +246,11 @@ async function main() {
     const row = (name: string, f: Figures) =>
       `${name.padEnd(34)} ${f.rate.toFixed(0).padStart(8)} req/s   p50 ${String(f.p50).padStart(4)} ms   p99 ${String(f.p99).padStart(4)} ms   CPU ${f.cpuMicros ?? '?'} µs/request   non-2xx ${f.non2xx}, errors ${f.errors}`
     console.log(row('(a) bare node:http, same bytes', a))
+    console.log(row('(f) Fastify alone, same bytes', f))
     console.log(row('(b) app, GET /api/markets (warm)', b))
-    console.log(`ratio b/a: ${(b.rate / a.rate).toFixed(2)} (target >= 0.6, p99 <= 5 ms)\n`)
+    console.log(
+      `ratio b/a: ${(b.rate / a.rate).toFixed(2)} (target >= 0.6, p99 <= 5 ms); f/a ${(f.rate / a.rate).toFixed(2)}, b/f ${(b.rate / f.rate).toFixed(2)}\n`,
+    )
     if (profilePath) console.log(`CPU profile of the app during (b) written to ${profilePath}\n`)
 
     // (c) A key nobody read yet, asked for by COLD clients at once, each on its own connection.
@@ -255,12 +275,13 @@ async function main() {
       seconds: SECONDS,
       pinned,
       bare: a,
+      fastify: f,
       markets: b,
       ratio: b.rate / a.rate,
       cold: { requests: COLD, ok, upstreamCalls: calls },
     })
     if (json) console.log(`figures written to ${json}`)
-    if (a.errors + b.errors + a.non2xx + b.non2xx > 0 || ok !== COLD) process.exitCode = 1
+    if ([a, f, b].some((run) => run.errors + run.non2xx > 0) || ok !== COLD) process.exitCode = 1
   } finally {
     await servers.close().catch(() => {})
     servers.stop()

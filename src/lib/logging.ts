@@ -3,7 +3,8 @@ import { type DestinationStream, destination, type LoggerOptions, stdSerializers
 // Query parameters whose values are secrets (signed links, reset tokens) are masked in logged URLs.
 const SECRET_QUERY = /([?&](?:token|signature|password|code|secret)=)[^&]*/gi
 
-export const redactUrl = (url: string) => url.replace(SECRET_QUERY, '$1[REDACTED]')
+export const redactUrl = (url: string) =>
+  url.includes('?') ? url.replace(SECRET_QUERY, '$1[REDACTED]') : url
 
 /**
  * pino's error serializer, minus the values Drizzle binds into a failed query: DrizzleQueryError

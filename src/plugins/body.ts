@@ -114,6 +114,12 @@ function plainForm(body: unknown): unknown {
   return Object.getPrototypeOf(proto) === null ? { ...body } : body
 }
 
+const isEmptyObject = (value: unknown) => {
+  if (typeof value !== 'object' || value === null) return false
+  for (const _key in value) return false
+  return true
+}
+
 type Container = Record<string, unknown> | unknown[]
 const isContainer = (value: unknown): value is Container => Array.isArray(value) || isPlainObject(value)
 
@@ -154,6 +160,8 @@ function trimStrings(value: unknown): unknown {
 
 function nulFields(value: unknown): string[] {
   if (typeof value === 'string') return value.includes('\u0000') ? ['body'] : []
+  // Most requests have no body, query or path parameters: no walk for those.
+  if (value == null || isEmptyObject(value)) return []
   const fields: string[] = []
   for (const { container, key, path } of stringsIn(value)) {
     if (((container as Record<string, string>)[key] as string).includes('\u0000')) fields.push(path)
