@@ -4,7 +4,7 @@ import { Redis } from 'ioredis'
 import type { Config } from './config.ts'
 import { type Database, openDatabase } from './db/client.ts'
 import { type Clock, systemClock } from './lib/clock.ts'
-import { asyncStdout, loggerOptions } from './lib/logging.ts'
+import { createLoggers } from './lib/logging.ts'
 import { ajvOptions, configureFormats } from './lib/validation.ts'
 import accountsRoutes from './modules/accounts/accounts.routes.ts'
 import activitiesRoutes from './modules/activities/activities.routes.ts'
@@ -85,10 +85,12 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
           })
         : null
 
+  // A logger handed in (tests) takes the access lines too.
+  const loggers = overrides.loggerInstance
+    ? { app: overrides.loggerInstance, access: overrides.loggerInstance }
+    : createLoggers(config.logLevel)
   const app = Fastify({
-    ...(overrides.loggerInstance
-      ? { loggerInstance: overrides.loggerInstance }
-      : { logger: { ...loggerOptions(config.logLevel), stream: asyncStdout() } }),
+    loggerInstance: loggers.app,
     bodyLimit: 1024 * 1024,
     // Behind TRUSTED_PROXIES, request.ip (throttles, sessions, tickets) is the client their X-Forwarded-For names.
     trustProxy: config.trustedProxies.length > 0 ? [...config.trustedProxies] : false,
@@ -128,7 +130,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   await app.register(upstreamPlugin, { config })
   await app.register(sessionPlugin, { config })
   await app.register(guardsPlugin)
-  await app.register(accessLogPlugin)
+  await app.register(accessLogPlugin, { logger: loggers.access })
   await app.register(passwordConfirmationPlugin, { config })
   await app.register(openapiPlugin, { appUrl: config.appUrl })
   await app.register(realtimePlugin, { config })

@@ -1,4 +1,11 @@
-import { type DestinationStream, destination, type LoggerOptions, stdSerializers } from 'pino'
+import {
+  type DestinationStream,
+  destination,
+  type Logger,
+  type LoggerOptions,
+  pino,
+  stdSerializers,
+} from 'pino'
 
 // Query parameters whose values are secrets (signed links, reset tokens) are masked in logged URLs.
 const SECRET_QUERY = /([?&](?:token|signature|password|code|secret)=)[^&]*/gi
@@ -66,3 +73,13 @@ export function loggerOptions(level: string): LoggerOptions {
  */
 export const asyncStdout = (): DestinationStream =>
   destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 250 })
+
+/**
+ * The service's two loggers, on one asynchronous stdout: `app` (Fastify's, every line redacted) and
+ * `access`, for the access-log line only: its fields are fixed and none can hold a secret, so it
+ * skips the redaction pass, which cost more than building and writing the line.
+ */
+export function createLoggers(level: string): { app: Logger; access: Logger } {
+  const stream = asyncStdout()
+  return { app: pino(loggerOptions(level), stream), access: pino({ level }, stream) }
+}

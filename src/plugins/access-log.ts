@@ -1,15 +1,14 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { redactUrl } from '../lib/logging.ts'
 
 /**
  * One access-log line per answered request, at `info`, instead of Fastify's two (incoming and
- * completed): flat fields only, cheap to build. Its fields are fixed and none can hold a secret (the
- * URL's secret query values are masked), so its logger skips the redaction pass every other line
- * gets: on a cached read that pass cost more than building and writing the line.
+ * completed): flat fields only, cheap to build, written through `logger` (lib/logging.ts
+ * createLoggers' `access`: none of its fields can hold a secret, the URL's secret query values are
+ * masked, so it needs no redaction pass).
  */
-async function accessLogPlugin(app: FastifyInstance) {
-  const access = app.log.child({}, { redact: [] })
+async function accessLogPlugin(app: FastifyInstance, { logger: access }: { logger: FastifyBaseLogger }) {
   app.addHook('onResponse', (request, reply, done) => {
     access.info(
       {
