@@ -3,7 +3,7 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import nodemailer from 'nodemailer'
+import type { Transporter } from 'nodemailer'
 import type { Config } from '../config.ts'
 import type { Db } from '../db/client.ts'
 import { decryptSecret, encryptSecret } from '../lib/encryption.ts'
@@ -40,18 +40,24 @@ interface QueuedMail extends Record<string, unknown> {
 /** SMTP when MAIL_URL is set; otherwise each mail becomes an .eml file under DATA_DIR/mail. */
 async function mailerPlugin(app: FastifyInstance, { config }: { config: Config }) {
   const mailDir = join(config.dataDir, 'mail')
-  const transport = config.mail.url
-    ? // Bounded well inside the outbox lease, so a hanging server cannot outlive a claim.
-      nodemailer.createTransport({
-        url: config.mail.url,
-        connectionTimeout: 10_000,
-        greetingTimeout: 10_000,
-        socketTimeout: 30_000,
-      })
-    : nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' })
+  // nodemailer is loaded, and the transport made, by the first mail sent rather than at every start.
+  let transport: Promise<Transporter> | undefined
+  const createTransport = async (): Promise<Transporter> => {
+    const { default: nodemailer } = await import('nodemailer')
+    return config.mail.url
+      ? // Bounded well inside the outbox lease, so a hanging server cannot outlive a claim.
+        nodemailer.createTransport({
+          url: config.mail.url,
+          connectionTimeout: 10_000,
+          greetingTimeout: 10_000,
+          socketTimeout: 30_000,
+        })
+      : nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' })
+  }
 
   const send = async (mail: MailMessage) => {
-    const info = await transport.sendMail({ from: config.mail.from, ...mail })
+    transport ??= createTransport()
+    const info = await (await transport).sendMail({ from: config.mail.from, ...mail })
     if (config.mail.url) return
     await mkdir(mailDir, { recursive: true })
     const file = join(mailDir, `${new Date().toISOString().replace(/[:.]/g, '-')}-${randomUUID()}.eml`)
@@ -77,7 +83,10 @@ async function mailerPlugin(app: FastifyInstance, { config }: { config: Config }
   } satisfies Mailer)
 
   app.addHook('onClose', async () => {
-    transport.close()
+    await transport?.then(
+      (made) => made.close(),
+      () => {},
+    )
   })
 }
 

@@ -1,5 +1,16 @@
 import { type SQL, sql } from 'drizzle-orm'
-import { bigint, customType, index, jsonb, pgTable, text, timestamp, varchar } from 'drizzle-orm/pg-core'
+import {
+  bigint,
+  check,
+  customType,
+  index,
+  jsonb,
+  pgTable,
+  smallint,
+  text,
+  timestamp,
+  varchar,
+} from 'drizzle-orm/pg-core'
 
 const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' })
 
@@ -33,6 +44,20 @@ export const knowledgeBaseArticles = pgTable(
     index('knowledge_base_articles_area_index').on(t.area),
     index('knowledge_base_articles_search_index').using('gin', t.search),
   ],
+)
+
+/**
+ * The last sync, one row: a hash of the article files (and of the code parsing them) the articles
+ * were last synced from. A start whose files hash the same skips the sync and writes nothing.
+ */
+export const knowledgeBaseSync = pgTable(
+  'knowledge_base_sync',
+  {
+    id: smallint('id').primaryKey().default(1),
+    contentHash: varchar('content_hash', { length: 64 }).notNull(),
+    syncedAt: timestamp('synced_at', { withTimezone: true, precision: 6 }).notNull(),
+  },
+  (t) => [check('knowledge_base_sync_one_row', sql`${t.id} = 1`)],
 )
 
 export type KnowledgeBaseArticleRow = typeof knowledgeBaseArticles.$inferSelect

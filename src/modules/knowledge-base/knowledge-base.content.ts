@@ -2,8 +2,7 @@ import { createHash } from 'node:crypto'
 import { readdir, readFile } from 'node:fs/promises'
 import { basename, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { parse as parseYaml } from 'yaml'
-import { compileValidator } from '../../lib/validation.ts'
+import { compileValidator, type FieldErrors } from '../../lib/validation.ts'
 import { ArticleFrontMatter, SLUG_PATTERN } from './knowledge-base.schemas.ts'
 
 /** The articles shipped with the service. */
@@ -39,7 +38,8 @@ export class KnowledgeBaseContentError extends Error {
   }
 }
 
-const checkFrontMatter = compileValidator(ArticleFrontMatter)
+// Compiled on first use: a start whose articles did not change parses none.
+let checkFrontMatter: ((value: unknown) => FieldErrors) | undefined
 const knownFields = new Set(Object.keys(ArticleFrontMatter.properties))
 
 /** Splits `---\n<yaml>\n---\n<markdown>`; null when the file does not open with front matter. */
@@ -52,7 +52,7 @@ function splitFrontMatter(text: string): { yaml: string; body: string } | null {
 }
 
 /** Parses one article file; throws KnowledgeBaseContentError naming `file` when it is not a valid article. */
-export function parseArticle(file: string, text: string): ArticleSource {
+function parseArticle(file: string, text: string, parseYaml: (yaml: string) => unknown): ArticleSource {
   const fail = (problem: string) => KnowledgeBaseContentError.article(file, problem)
   // PostgreSQL text cannot hold it; better named here than failing the insert.
   if (text.includes('\u0000')) throw fail('contains a NUL byte.')
@@ -69,6 +69,7 @@ export function parseArticle(file: string, text: string): ArticleSource {
   }
   const unknown = Object.keys(data).filter((key) => !knownFields.has(key))
   if (unknown.length > 0) throw fail(`unknown front matter field(s): ${unknown.join(', ')}.`)
+  checkFrontMatter ??= compileValidator(ArticleFrontMatter)
   const problems = checkFrontMatter(data)
   const listed = Object.entries(problems).flatMap(([field, messages]) =>
     messages.map((m) => `${field}: ${m}`),
@@ -100,8 +101,15 @@ export function parseArticle(file: string, text: string): ArticleSource {
   return { ...article, sourceHash }
 }
 
-/** Every `*.md` under `dir` (sub-folders too), parsed; throws on the first bad file or a repeated slug. */
-export async function readArticles(dir: string): Promise<ArticleSource[]> {
+/** One article file as read: its path, and its path under the articles' folder. */
+export interface ArticleFile {
+  file: string
+  name: string
+  text: string
+}
+
+/** Every `*.md` under `dir` (sub-folders too), in path order, read but not parsed. */
+export async function readArticleFiles(dir: string): Promise<ArticleFile[]> {
   let names: string[]
   try {
     names = await readdir(dir, { recursive: true })
@@ -111,10 +119,39 @@ export async function readArticles(dir: string): Promise<ArticleSource[]> {
       `Knowledge base folder ${dir} cannot be read: ${(error as Error).message}`,
     )
   }
+  const files = names.filter((n) => n.toLowerCase().endsWith('.md')).sort()
+  return Promise.all(
+    files.map(async (name) => {
+      const file = join(dir, name)
+      return { file, name, text: await readFile(file, 'utf8') }
+    }),
+  )
+}
+
+// What turns files into rows; a change to either may change the rows of unchanged files.
+const parserSources = [import.meta.url, new URL('./knowledge-base.schemas.ts', import.meta.url).href]
+
+/**
+ * A hash of the articles as files (each path under the folder and its bytes) and of the code that
+ * parses them: equal hashes mean a sync would store exactly what the last one stored.
+ */
+export async function contentHash(files: ArticleFile[]): Promise<string> {
+  const hash = createHash('sha256')
+  for (const source of parserSources) {
+    hash.update(await readFile(fileURLToPath(source)))
+    hash.update('\0')
+  }
+  for (const { name, text } of files) hash.update(`${name}\0${text.length}\0${text}\0`)
+  return hash.digest('hex')
+}
+
+/** Parses read files; throws on the first bad file or a repeated slug. */
+export async function parseArticles(files: ArticleFile[]): Promise<ArticleSource[]> {
+  // Loaded here: a start whose articles did not change parses none.
+  const { parse: parseYaml } = await import('yaml')
   const bySlug = new Map<string, { article: ArticleSource; file: string }>()
-  for (const name of names.filter((n) => n.toLowerCase().endsWith('.md')).sort()) {
-    const file = join(dir, name)
-    const article = parseArticle(file, await readFile(file, 'utf8'))
+  for (const { file, text } of files) {
+    const article = parseArticle(file, text, parseYaml)
     const clash = bySlug.get(article.slug)
     if (clash)
       throw KnowledgeBaseContentError.article(

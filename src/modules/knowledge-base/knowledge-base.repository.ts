@@ -1,6 +1,10 @@
 import { and, asc, desc, eq, getTableColumns, inArray, type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
-import { knowledgeBaseArticles as articles, type KnowledgeBaseArticleRow } from '../../db/schema/index.ts'
+import {
+  knowledgeBaseArticles as articles,
+  type KnowledgeBaseArticleRow,
+  knowledgeBaseSync,
+} from '../../db/schema/index.ts'
 import type { ArticleSource } from './knowledge-base.content.ts'
 
 // Any fixed number: instances syncing at the same start take turns instead of racing on slugs.
@@ -57,6 +61,19 @@ export function createKnowledgeBaseRepository({ db }: { db: Db }) {
     /** Holds the sync lock until the surrounding transaction ends. */
     async lockForSync(): Promise<void> {
       await db.execute(sql`select pg_advisory_xact_lock(${SYNC_LOCK})`)
+    },
+
+    /** The content hash the articles were last synced from; undefined before the first sync. */
+    async syncedContentHash(): Promise<string | undefined> {
+      const [row] = await db.select({ hash: knowledgeBaseSync.contentHash }).from(knowledgeBaseSync).limit(1)
+      return row?.hash
+    },
+
+    async recordSync(contentHash: string, now: Date): Promise<void> {
+      await db
+        .insert(knowledgeBaseSync)
+        .values({ contentHash, syncedAt: now })
+        .onConflictDoUpdate({ target: knowledgeBaseSync.id, set: { contentHash, syncedAt: now } })
     },
 
     /** slug -> source hash of every stored article. */

@@ -1,7 +1,7 @@
 import type { Db } from '../../db/client.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { notFound } from '../../lib/errors.ts'
-import { readArticles } from './knowledge-base.content.ts'
+import { contentHash, parseArticles, readArticleFiles } from './knowledge-base.content.ts'
 import { type ArticleRow, createKnowledgeBaseRepository } from './knowledge-base.repository.ts'
 import { type ArticleListQuery, SLUG_PATTERN } from './knowledge-base.schemas.ts'
 
@@ -10,6 +10,8 @@ export interface SyncReport {
   updated: number
   removed: number
   unchanged: number
+  /** Nothing was parsed or written: the files hash as they did at the last sync. */
+  skipped: boolean
 }
 
 const articleNotFound = () => notFound('Article not found.')
@@ -66,23 +68,30 @@ export function createKnowledgeBaseService({ db, clock }: { db: Db; clock: Clock
     /**
      * Makes the stored articles match the files under `dir`: added, changed (by source hash) and
      * removed files, all in one transaction. Every file is read and checked before anything is
-     * written, so one bad file changes nothing; unchanged files write nothing.
+     * written, so one bad file changes nothing; unchanged files write nothing. When the files (and
+     * the parser) hash as they did at the last sync, nothing is parsed, locked or written at all.
      */
     async sync(dir: string): Promise<SyncReport> {
-      const sources = await readArticles(dir)
+      const files = await readArticleFiles(dir)
+      const filesHash = await contentHash(files)
+      const skipped: SyncReport = { added: 0, updated: 0, removed: 0, unchanged: files.length, skipped: true }
+      if ((await repo.syncedContentHash()) === filesHash) return skipped
+      const sources = await parseArticles(files)
       return db.transaction(async (tx) => {
         const txRepo = createKnowledgeBaseRepository({ db: tx })
         await txRepo.lockForSync()
+        // Another instance starting at the same time may have synced these files while this one waited.
+        if ((await txRepo.syncedContentHash()) === filesHash) return skipped
         const stored = await txRepo.sourceHashes()
         const now = clock.now()
-        const report: SyncReport = { added: 0, updated: 0, removed: 0, unchanged: 0 }
+        const report: SyncReport = { added: 0, updated: 0, removed: 0, unchanged: 0, skipped: false }
         for (const source of sources) {
-          const hash = stored.get(source.slug)
+          const storedHash = stored.get(source.slug)
           stored.delete(source.slug)
-          if (hash === undefined) {
+          if (storedHash === undefined) {
             await txRepo.insert(source, now)
             report.added++
-          } else if (hash !== source.sourceHash) {
+          } else if (storedHash !== source.sourceHash) {
             await txRepo.update(source, now)
             report.updated++
           } else {
@@ -92,6 +101,7 @@ export function createKnowledgeBaseService({ db, clock }: { db: Db; clock: Clock
         // What is left was stored but has no file any more.
         await txRepo.deleteBySlugs([...stored.keys()])
         report.removed = stored.size
+        await txRepo.recordSync(filesHash, now)
         return report
       })
     },

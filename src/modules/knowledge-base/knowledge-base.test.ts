@@ -1,4 +1,13 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type SQL, sql } from 'drizzle-orm'
@@ -7,6 +16,7 @@ import { stringify as toYaml } from 'yaml'
 import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../../test/helpers/client.ts'
 import { signedInClient } from '../../../test/helpers/factories.ts'
+import { createKnowledgeBaseService, type SyncReport } from './knowledge-base.service.ts'
 
 const laravelDate = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
 
@@ -77,6 +87,16 @@ async function rowVersions(t: TestApp): Promise<Record<string, string>> {
   )
   return Object.fromEntries(list.map((r) => [r.slug, r.xmin]))
 }
+
+/** The row version (xmin) of the sync record, which changes whenever a sync writes it. */
+async function syncRecordVersion(t: TestApp): Promise<string | undefined> {
+  const [row] = await rows<{ xmin: string }>(t, sql`select xmin::text as xmin from knowledge_base_sync`)
+  return row?.xmin
+}
+
+/** What a sync of `dir` into `t`'s database reports (as a start would run it). */
+const syncNow = (t: TestApp, dir: string): Promise<SyncReport> =>
+  createKnowledgeBaseService({ db: t.database.db, clock: t.clock }).sync(dir)
 
 const slugs = (res: { data: { data: Array<{ slug: string }> } }) => res.data.data.map((a) => a.slug)
 
@@ -229,10 +249,92 @@ describe('GET /api/knowledge-base/{slug}', () => {
 })
 
 describe('syncing the article files', () => {
-  it('a restart with unchanged files writes nothing', async () => {
+  it('a restart with unchanged files skips the sync: it writes nothing, not even the sync record', async () => {
     const before = await rowVersions(t)
+    const record = await syncRecordVersion(t)
+    expect(record).toEqual(expect.any(String))
     await restart(t, dir)
     expect(await rowVersions(t)).toEqual(before)
+    expect(await syncRecordVersion(t)).toBe(record)
+    expect(await syncNow(t, dir)).toEqual({ added: 0, updated: 0, removed: 0, unchanged: 4, skipped: true })
+    expect(await syncRecordVersion(t)).toBe(record)
+  })
+
+  it('an edit after a start is picked up at the next start, even one keeping the size and time stamp', async () => {
+    const work = fixtureDir()
+    const first = await buildTestApp({ knowledgeBaseDir: work })
+    try {
+      const { client: reader } = await signedInClient(first)
+      const file = join(work, 'holds.md')
+      const { size, mtime } = statSync(file)
+      writeFileSync(file, readFileSync(file, 'utf8').replace('fills', 'FILLS'))
+      utimesSync(file, mtime, mtime)
+      expect(statSync(file)).toMatchObject({ size, mtime })
+
+      await restart(first, work)
+      expect((await reader.get('/api/knowledge-base/holds')).data.data.content).toBe(
+        'A hold reserves credits for an automated parent order until it FILLS or is cancelled.',
+      )
+      // The start after that has nothing new: skipped again.
+      expect(await syncNow(first, work)).toMatchObject({ skipped: true, unchanged: 4 })
+    } finally {
+      await first.close()
+      rmSync(work, { recursive: true, force: true })
+    }
+  })
+
+  it('a file added in a sub-folder, renamed or removed after a start is picked up at the next start', async () => {
+    const work = fixtureDir()
+    const first = await buildTestApp({ knowledgeBaseDir: work })
+    try {
+      const { client: reader } = await signedInClient(first)
+      const status = async (slug: string) => (await reader.get(`/api/knowledge-base/${slug}`)).status
+
+      writeArticle(join(work, 'account'), 'sessions.md', { title: 'Sessions', area: 'account' }, 'Sign out.')
+      await restart(first, work)
+      expect(await status('sessions')).toBe(200)
+
+      // The slug comes from the file name: a rename is a new article and a removed one.
+      renameSync(join(work, 'strategies.md'), join(work, 'switches.md'))
+      expect(await syncNow(first, work)).toEqual({
+        added: 1,
+        updated: 0,
+        removed: 1,
+        unchanged: 4,
+        skipped: false,
+      })
+      expect([await status('strategies'), await status('switches')]).toEqual([404, 200])
+
+      rmSync(join(work, 'account', 'two-factor.md'))
+      await restart(first, work)
+      expect(await status('two-factor')).toBe(404)
+      expect(await syncNow(first, work)).toMatchObject({ skipped: true, unchanged: 4 })
+    } finally {
+      await first.close()
+      rmSync(work, { recursive: true, force: true })
+    }
+  })
+
+  it('a file broken after a good start still stops the next start; put back, the start skips the sync', async () => {
+    const work = fixtureDir()
+    const first = await buildTestApp({ knowledgeBaseDir: work })
+    try {
+      const file = join(work, 'buying.md')
+      const good = readFileSync(file, 'utf8')
+      const record = await syncRecordVersion(first)
+      writeFileSync(file, good.replace('title: Buying credits', 'title: ""'))
+      await expect(buildTestApp({ database: shared(first), knowledgeBaseDir: work })).rejects.toThrow(
+        `Knowledge base article ${file}: title: `,
+      )
+      expect(await syncRecordVersion(first)).toBe(record)
+
+      writeFileSync(file, good)
+      await restart(first, work)
+      expect(await syncRecordVersion(first)).toBe(record)
+    } finally {
+      await first.close()
+      rmSync(work, { recursive: true, force: true })
+    }
   })
 
   it('reflects added, changed and removed files at the next start, keeping ids and created_at', async () => {

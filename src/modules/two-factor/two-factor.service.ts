@@ -1,6 +1,5 @@
 import { createHash, randomInt, timingSafeEqual } from 'node:crypto'
 import { Secret, TOTP } from 'otpauth'
-import QRCode from 'qrcode'
 import type { SessionPayload, UserRow } from '../../db/schema/index.ts'
 import { type Clock, unixSeconds } from '../../lib/clock.ts'
 import { decryptSecret, encryptSecret } from '../../lib/encryption.ts'
@@ -177,6 +176,8 @@ export function createTwoFactorService(deps: { users: UsersService; clock: Clock
     async enable(user: UserRow, password: string | undefined) {
       if (password !== undefined) await users.confirmPassword(user, password)
       if (twoFactorRequired(user)) throw new HttpError(409, 'Two factor authentication is already enabled.')
+      // The QR code library is loaded by the first enable, not at every start.
+      const { default: QRCode } = await import('qrcode')
       const secret = new Secret({ size: SECRET_BYTES }).base32
       const recoveryCodes = freshCodes()
       await users.updateTwoFactor(user, {

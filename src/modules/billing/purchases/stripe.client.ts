@@ -1,5 +1,8 @@
-import Stripe from 'stripe'
+import type Stripe from 'stripe'
 import type { Config } from '../../../config.ts'
+
+// The SDK (over 200 modules) is loaded by the first payment call, not at every start.
+const loadStripe = async () => (await import('stripe')).default
 
 export type StripeEvent = Stripe.Event
 export type CheckoutSession = Stripe.Checkout.Session
@@ -16,24 +19,30 @@ export interface StripeGateway {
  * (a test double, a proxy) is split into the SDK's own host/port/protocol options.
  */
 export function createStripeGateway(settings: Config['stripe']): StripeGateway | null {
-  if (!settings.secretKey) return null
-  const base = settings.apiBase ? new URL(settings.apiBase) : null
-  const stripe = new Stripe(settings.secretKey, {
-    ...(base
-      ? {
-          host: base.hostname,
-          port: base.port || (base.protocol === 'http:' ? 80 : 443),
-          protocol: base.protocol === 'http:' ? 'http' : 'https',
-        }
-      : {}),
-    // One retry (the SDK sends an idempotency key, so a retried create makes one session), then fail.
-    maxNetworkRetries: 1,
-    timeout: 15_000,
-    telemetry: false,
-  })
+  const { secretKey, apiBase } = settings
+  if (!secretKey) return null
+  const base = apiBase ? new URL(apiBase) : null
+  let client: Promise<Stripe> | undefined
+  const connect = async () => {
+    const StripeSdk = await loadStripe()
+    return new StripeSdk(secretKey, {
+      ...(base
+        ? {
+            host: base.hostname,
+            port: base.port || (base.protocol === 'http:' ? 80 : 443),
+            protocol: base.protocol === 'http:' ? 'http' : 'https',
+          }
+        : {}),
+      // One retry (the SDK sends an idempotency key, so a retried create makes one session), then fail.
+      maxNetworkRetries: 1,
+      timeout: 15_000,
+      telemetry: false,
+    })
+  }
   return {
     async createCheckoutSession(params) {
-      const session = await stripe.checkout.sessions.create(params)
+      client ??= connect()
+      const session = await (await client).checkout.sessions.create(params)
       return { id: session.id, url: session.url }
     },
   }
@@ -44,11 +53,12 @@ export function createStripeGateway(settings: Config['stripe']): StripeGateway |
  * event (the SDK's constructEvent, which also refuses a timestamp over 5 minutes from `nowMs`);
  * throws on a bad or missing signature.
  */
-export function verifiedEvent(
+export async function verifiedEvent(
   rawBody: Buffer,
   signature: string,
   secret: string,
   nowMs: number,
-): StripeEvent {
-  return Stripe.webhooks.constructEvent(rawBody, signature, secret, undefined, undefined, nowMs)
+): Promise<StripeEvent> {
+  const StripeSdk = await loadStripe()
+  return StripeSdk.webhooks.constructEvent(rawBody, signature, secret, undefined, undefined, nowMs)
 }
