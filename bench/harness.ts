@@ -14,7 +14,8 @@ import { type Database, openDatabase } from '../src/db/client.ts'
 
 export const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 
-async function onServer(statement: string): Promise<void> {
+/** Runs one statement on BENCH_DATABASE_URL's server (create or drop a throwaway database). */
+export async function onServer(statement: string): Promise<void> {
   const admin = new pg.Client({ connectionString: SERVER_URL })
   await admin.connect()
   try {

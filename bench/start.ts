@@ -23,15 +23,13 @@ import { request } from 'node:http'
 import { createServer } from 'node:net'
 import os from 'node:os'
 import { join } from 'node:path'
-import pg from 'pg'
 import { generateAppKey } from '../src/config.ts'
-import { load1, writeBenchJson } from './harness.ts'
+import { load1, onServer, SERVER_URL, writeBenchJson } from './harness.ts'
 
 const RUNS = Number(process.env.BENCH_START_RUNS ?? 5)
 const POLL_MS = 5
 const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 2000)
 const READY_TIMEOUT_MS = 60_000
-const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const projectRoot = join(import.meta.dirname, '..')
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -192,16 +190,6 @@ async function series(appEnvironment: Record<string, string>) {
     return { first, later: medianOf(later), laterReadyMs: later.map((s) => Math.round(s.readyMs)) }
   } finally {
     rmSync(compileCache, { recursive: true, force: true })
-  }
-}
-
-async function onServer(statement: string): Promise<void> {
-  const admin = new pg.Client({ connectionString: SERVER_URL })
-  await admin.connect()
-  try {
-    await admin.query(statement)
-  } finally {
-    await admin.end()
   }
 }
 
