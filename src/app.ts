@@ -5,6 +5,7 @@ import type { Config } from './config.ts'
 import { type Database, openDatabase } from './db/client.ts'
 import { type Clock, systemClock } from './lib/clock.ts'
 import { createLoggers } from './lib/logging.ts'
+import { sharedSerializers } from './lib/serializers.ts'
 import { ajvOptions, configureFormats } from './lib/validation.ts'
 import accountsRoutes from './modules/accounts/accounts.routes.ts'
 import activitiesRoutes from './modules/activities/activities.routes.ts'
@@ -106,6 +107,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
     // One access-log line per request (plugins/access-log.ts) instead of Fastify's two.
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
     ajv: { customOptions: ajvOptions, plugins: [configureFormats] },
+    schemaController: { compilersFactory: { buildSerializer: sharedSerializers() } },
   })
   // An https APP_URL means browsers must never reach it over plain http again (a year, as is usual).
   const hsts = config.appUrl.startsWith('https://')
