@@ -7,6 +7,8 @@ import { ValidationError } from '../lib/errors.ts'
  * Bodies as Laravel reads them: JSON or form-encoded; an empty or absent body is `{}`, so a
  * missing field is reported as required rather than the whole body as invalid.
  */
+const BODILESS = new Set(['GET', 'HEAD'])
+
 async function bodyPlugin(app: FastifyInstance) {
   // Prototype keys are let through the parser and refused below with a 422 naming them, as they
   // are in form and multipart bodies (JSON.parse makes `__proto__` an own key, never the prototype).
@@ -24,7 +26,9 @@ async function bodyPlugin(app: FastifyInstance) {
   // Callback hooks, as the guards': synchronous work needs no promise per request.
   app.addHook('preValidation', (request: FastifyRequest, _reply, done) => {
     try {
-      if (request.body == null && request.routeOptions.schema?.body) request.body = {}
+      // No GET or HEAD route takes a body, so theirs skip the route's schema (built anew on each read).
+      if (request.body == null && !BODILESS.has(request.method) && request.routeOptions.schema?.body)
+        request.body = {}
       else if (request.body != null) request.body = trimStrings(refuseReservedKeys(plainForm(request.body)))
     } catch (error) {
       return done(error as Error)

@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { UserRow } from '../db/schema/index.ts'
 import { csrfMismatch, emailNotVerified, forbidden, unauthenticated } from '../lib/errors.ts'
@@ -96,8 +96,8 @@ async function guardsPlugin(app: FastifyInstance) {
   })
 
   /** The checks that need no I/O; a refusal is thrown. */
-  const check = (request: FastifyRequest, reply: FastifyReply) => {
-    const { auth, csrf, noStore } = request.routeOptions.config
+  const check = (request: FastifyRequest, reply: FastifyReply, config: FastifyContextConfig) => {
+    const { auth, csrf, noStore } = config
     if (noStore) reply.header('cache-control', 'no-store')
     if (MUTATIONS.has(request.method) && csrf !== false) {
       const expected = request.session?.row.payload.csrfToken
@@ -114,12 +114,14 @@ async function guardsPlugin(app: FastifyInstance) {
   // A callback hook: a route without a throttle passes without a promise.
   app.addHook('preValidation', (request: FastifyRequest, reply: FastifyReply, done) => {
     if (request.is404) return done()
+    // Read once: each read of request.routeOptions builds a new object.
+    const { config } = request.routeOptions
     try {
-      check(request, reply)
+      check(request, reply, config)
     } catch (error) {
       return done(error as Error)
     }
-    const { throttle } = request.routeOptions.config
+    const { throttle } = config
     if (!throttle) return done()
     app.rateLimiter.enforce(throttle, request, reply).then(() => done(), done)
   })
