@@ -299,3 +299,5 @@ export function createHoldsRepository({ db }: { db: Db }) {
     },
   }
 }
+
+export type HoldsRepository = ReturnType<typeof createHoldsRepository>

@@ -7,7 +7,7 @@ import { type LengthAwarePage, paginate } from '../../../lib/laravel.ts'
 import { DEFAULT_PER_PAGE, type PageQuery } from '../credits.schemas.ts'
 import { insufficientCredits, type LedgerService } from '../ledger.service.ts'
 import { presentHold } from './holds.presenters.ts'
-import { createHoldsRepository, type SettledStatus } from './holds.repository.ts'
+import { createHoldsRepository, type HoldsRepository, type SettledStatus } from './holds.repository.ts'
 import type { CreateHoldBody, HoldResponse, TransferHoldBody } from './holds.schemas.ts'
 
 export interface HoldsDeps {
@@ -41,14 +41,25 @@ const targetTaken = () => new HttpError(409, 'Another hold already uses the targ
 export function createHoldsService({ db, clock, ledger, holdDefault, onChange }: HoldsDeps) {
   const repo = createHoldsRepository({ db })
 
+  /**
+   * One hold statement, in the user's queue; when it reports that a racing request changed the order
+   * after its snapshot, once more inside a transaction that took the account lock first, so that it
+   * sees the winner's work.
+   */
+  async function oneStatement<O extends { kind: string }>(
+    userId: number,
+    run: (holds: HoldsRepository) => Promise<O>,
+  ): Promise<O> {
+    const outcome = await ledger.serialized(userId, () => run(repo))
+    if (outcome.kind !== 'raced') return outcome
+    return ledger.withLockedAccount(userId, (tx) => run(createHoldsRepository({ db: tx })))
+  }
+
   /** Settles the order's held hold as `status`, announcing it once committed. */
   async function settle(userId: number, orderId: string, status: SettledStatus): Promise<HoldStatus | null> {
-    let outcome = await ledger.serialized(userId, () => repo.settleHold(userId, orderId, status, clock.now()))
-    if (outcome.kind === 'raced') {
-      outcome = await ledger.withLockedAccount(userId, (tx) =>
-        createHoldsRepository({ db: tx }).settleHold(userId, orderId, status, clock.now()),
-      )
-    }
+    const outcome = await oneStatement(userId, (holds) =>
+      holds.settleHold(userId, orderId, status, clock.now()),
+    )
     if (outcome.kind === 'raced') throw holdMovedUnderLock()
     if (outcome.kind === 'unchanged') return outcome.status
     onChange?.(userId, outcome.hold)
@@ -69,12 +80,7 @@ export function createHoldsService({ db, clock, ledger, holdDefault, onChange }:
         brokerAccountHash: input.broker_account_hash ?? null,
         creditsAmount: amount,
       }
-      let outcome = await ledger.serialized(userId, () => repo.placeHold(hold, clock.now()))
-      if (outcome.kind === 'raced') {
-        outcome = await ledger.withLockedAccount(userId, (tx) =>
-          createHoldsRepository({ db: tx }).placeHold(hold, clock.now()),
-        )
-      }
+      const outcome = await oneStatement(userId, (holds) => holds.placeHold(hold, clock.now()))
       switch (outcome.kind) {
         case 'created':
           onChange?.(userId, outcome.hold)
