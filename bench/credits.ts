@@ -68,7 +68,7 @@ async function measured<T extends RunResult>(
  * name and values), on a bare pg pool of the app's size: the database's own limit for these
  * transactions, with no HTTP, sessions, validation or ORM around them.
  */
-async function rawCycles(database: Database, url: string, sessions: Session[]) {
+async function rawCycles(database: Database, url: string, databaseName: string, sessions: Session[]) {
   const statements = holdStatementsSql(database.db)
   const pool = new pg.Pool({ connectionString: url, max: database.poolSize })
   try {
@@ -79,7 +79,7 @@ async function rawCycles(database: Database, url: string, sessions: Session[]) {
       const { rows } = await pool.query({ name, text, values, rowMode: 'array' })
       return { rows, ms: performance.now() - t0 }
     }
-    return await measured(new URL(url).pathname.slice(1), () =>
+    return await measured(databaseName, () =>
       runClients(CLIENTS, sessions, SECONDS, async ({ userId }, n, result) => {
         const orderId = `raw-${n}`
         const { place, capture } = statements
@@ -133,7 +133,7 @@ async function main() {
       }),
     )
 
-    const raw = await rawCycles(database, bench.databaseUrl, sessions)
+    const raw = await rawCycles(database, bench.databaseUrl, databaseName, sessions)
 
     const cycles = await measured(databaseName, () =>
       runClients(CLIENTS, sessions, SECONDS, async (session, n, result) => {
@@ -178,7 +178,7 @@ async function main() {
         : `ledger: INCONSISTENT ${JSON.stringify(audit.failed)} debits=${audit.holdCaptureDebits} captures=${captures}`,
     )
     const figures = (r: RunResult & { cpu: CpuPerOp }) => ({
-      rate: r.ops / r.seconds,
+      rate: rate(r),
       p50: percentile(r.latencies, 50),
       p99: percentile(r.latencies, 99),
       errors: r.errors,

@@ -140,32 +140,28 @@ export function cpuSnapshot(): CpuSnapshot {
     pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name))
   } catch {}
   for (const pid of pids) {
-    const stat = readOr(`/proc/${pid}/stat`, '')
-    // After "pid (comm) ": state is field 3, utime and stime fields 14 and 15.
-    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    const ms = (Number(rest[11]) + Number(rest[12])) * TICK_MS
-    if (!Number.isFinite(ms)) continue
+    const ms = statCpuMs(`/proc/${pid}/stat`)
+    if (ms === null) continue
     const command = readOr(`/proc/${pid}/cmdline`, '').replaceAll('\0', ' ').trim()
     processes.set(Number(pid), { ms, command })
   }
   return { at, machine, processes }
 }
 
-/** The CPU time (ms, user + system, all threads) process `pid` has used so far, or null where /proc has none. */
-export function processCpuMs(pid: number): number | null {
-  const stat = readOr(`/proc/${pid}/stat`, '')
+/** User + system CPU time (ms) in a /proc `stat` file (a process's or a thread's), or null where there is none. */
+function statCpuMs(path: string): number | null {
+  const stat = readOr(path, '')
+  // After "pid (comm) ": state is field 3, utime and stime fields 14 and 15.
   const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   const ms = (Number(rest[11]) + Number(rest[12])) * TICK_MS
   return stat && Number.isFinite(ms) ? ms : null
 }
 
+/** The CPU time (ms, user + system, all threads) process `pid` has used so far, or null where /proc has none. */
+export const processCpuMs = (pid: number) => statCpuMs(`/proc/${pid}/stat`)
+
 /** This process's main thread's CPU time so far (ms; its JavaScript, not GC helpers or libuv's pool), or null. */
-export function mainThreadCpuMs(): number | null {
-  const stat = readOr(`/proc/self/task/${process.pid}/stat`, '')
-  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  const ms = (Number(rest[11]) + Number(rest[12])) * TICK_MS
-  return stat && Number.isFinite(ms) ? ms : null
-}
+export const mainThreadCpuMs = () => statCpuMs(`/proc/self/task/${process.pid}/stat`)
 
 /**
  * Where the machine's CPU went between two snapshots: ms for each group (a process counts in the

@@ -24,7 +24,7 @@ import { createServer } from 'node:net'
 import os from 'node:os'
 import { join } from 'node:path'
 import { generateAppKey } from '../src/config.ts'
-import { load1, onServer, SERVER_URL, writeBenchJson } from './harness.ts'
+import { load1, onServer, processCpuMs, SERVER_URL, writeBenchJson } from './harness.ts'
 
 const RUNS = Number(process.env.BENCH_START_RUNS ?? 5)
 const POLL_MS = 5
@@ -70,9 +70,9 @@ function memory(pid: number): { rssMb: number; peakRssMb: number } {
 
 /** CPU time (user + system, every thread) the process has used so far, in ms. */
 function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  return (Number(rest[11]) + Number(rest[12])) * 10 // USER_HZ: hundredths of a second
+  const ms = processCpuMs(pid)
+  if (ms === null) throw new Error(`no CPU time in /proc/${pid}/stat`)
+  return ms
 }
 
 interface Start {
