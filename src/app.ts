@@ -4,6 +4,7 @@ import { Redis } from 'ioredis'
 import type { Config } from './config.ts'
 import { type Database, openDatabase } from './db/client.ts'
 import { type Clock, systemClock } from './lib/clock.ts'
+import { lazyChildLogger } from './lib/lazy-logger.ts'
 import { createLoggers } from './lib/logging.ts'
 import { sharedSerializers } from './lib/serializers.ts'
 import { ajvOptions, configureFormats } from './lib/validation.ts'
@@ -106,6 +107,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
     },
     // One access-log line per request (plugins/access-log.ts) instead of Fastify's two.
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
+    childLoggerFactory: lazyChildLogger,
     ajv: { customOptions: ajvOptions, plugins: [configureFormats] },
     schemaController: { compilersFactory: { buildSerializer: sharedSerializers() } },
   })

@@ -81,7 +81,7 @@ async function outboxPlugin(
   // holds links (a reset token) that should not outlive their use in a table or its backups.
   const pruner = createPeriodicTask(
     async () => {
-      const sentBefore = new Date(app.clock.now().getTime() - retentionDays * 24 * 60 * 60_000)
+      const sentBefore = new Date(app.clock.nowMs() - retentionDays * 24 * 60 * 60_000)
       const deleted = await createOutboxRepository({ db: app.db }).deleteSentBefore(sentBefore)
       if (deleted > 0) log.info({ deleted, retentionDays }, 'outbox: delivered rows pruned')
     },

@@ -65,7 +65,7 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
     log: app.log,
     userOfChannel: (channel) => USER_CHANNEL.exec(channel)?.[1] ?? null,
     onOffline(userId) {
-      const now = app.clock.now().getTime()
+      const now = app.clock.nowMs()
       if (!redis) return void lastSeenLocal.set(userId, now)
       redis.set(`realtime:seen:${userId}`, String(now), 'EX', LAST_SEEN_DAYS * 86_400).catch(onRedisError)
     },

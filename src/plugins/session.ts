@@ -245,7 +245,7 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     }
     if (request.session) {
       // Appended to whatever Set-Cookie lines the route wrote (fastify copies the array).
-      reply.header('set-cookie', setCookieLines(request.session, app.clock.now().getTime()))
+      reply.header('set-cookie', setCookieLines(request.session, app.clock.nowMs()))
     } else if (presentedToken(request)) {
       // A cookie naming no live session is cleared (appended, as above).
       reply.header('set-cookie', expiredSessionCookie)

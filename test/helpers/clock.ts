@@ -5,6 +5,7 @@ export function createTestClock(start = new Date()): Clock & { advance(ms: numbe
   let now = start.getTime()
   return {
     now: () => new Date(now),
+    nowMs: () => now,
     advance(ms: number) {
       now += ms
     },

@@ -38,7 +38,7 @@ export function createMemoryCacheDriver(options: { maxBytes: number; clock?: Clo
   const peek = (key: string): string | undefined => {
     const entry = lru.get(key)
     if (!entry) return undefined
-    if (entry.expiresAt <= clock.now().getTime()) {
+    if (entry.expiresAt <= clock.nowMs()) {
       lru.delete(key)
       return undefined
     }
@@ -53,7 +53,7 @@ export function createMemoryCacheDriver(options: { maxBytes: number; clock?: Clo
     },
 
     async set(key, value, ttlSeconds, tags) {
-      const entry: Entry = { value, expiresAt: clock.now().getTime() + ttlSeconds * 1000, tags: [...tags] }
+      const entry: Entry = { value, expiresAt: clock.nowMs() + ttlSeconds * 1000, tags: [...tags] }
       lru.set(key, entry)
       // An entry larger than the whole bound is not stored; only index what the LRU kept.
       if (lru.peek(key) !== entry) return

@@ -29,7 +29,7 @@ export function createEmailVerificationService(deps: {
     const url = new URL(verifyPath)
     url.searchParams.set('id', String(user.id))
     url.searchParams.set('hash', emailHash(address))
-    return signUrl(url.toString(), config.appKey, new Date(clock.now().getTime() + LINK_LIFETIME_MS))
+    return signUrl(url.toString(), config.appKey, new Date(clock.nowMs() + LINK_LIFETIME_MS))
   }
 
   const linkMail = (user: UserRow, address: string) =>

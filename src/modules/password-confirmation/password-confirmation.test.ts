@@ -198,7 +198,7 @@ describe('the actions that need a recent confirmation', () => {
     expect(enabled.status).toBe(200)
     const code = TOTP.generate({
       secret: Secret.fromBase32(enabled.data.secret),
-      timestamp: t.clock.now().getTime(),
+      timestamp: t.clock.nowMs(),
     })
     expect((await client.post('/api/user/confirmed-two-factor-authentication', { code })).status).toBe(200)
     expect((await client.get('/api/user/two-factor-recovery-codes')).data).toEqual(

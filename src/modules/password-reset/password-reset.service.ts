@@ -104,7 +104,7 @@ export function createPasswordResetService(deps: {
       }
       const email = input.email.trim().toLowerCase()
       const tokenHash = hashToken(input.token)
-      const notBefore = new Date(clock.now().getTime() - TOKEN_LIFETIME_MS)
+      const notBefore = new Date(clock.nowMs() - TOKEN_LIFETIME_MS)
       if (!(await repo.isLive(email, tokenHash, notBefore))) throw invalidToken()
       const passwordHash = await hashPassword(input.password)
       const user = await deps.db.transaction(async (tx) => {
@@ -125,7 +125,7 @@ export function createPasswordResetService(deps: {
      * Deletes the tokens nobody can use any more: expired ones, and those of addresses no account has
      * (deleted, or changed since). Answers how many went.
      */
-    prune: () => repo.deleteStale(new Date(clock.now().getTime() - TOKEN_LIFETIME_MS)),
+    prune: () => repo.deleteStale(new Date(clock.nowMs() - TOKEN_LIFETIME_MS)),
   }
 }
 

@@ -56,7 +56,7 @@ export default async function triggerRoutes(fastify: FastifyInstance, { config }
     const params = request.params as { appId?: string }
     if (params.appId !== appId) throw new HttpError(404, `Unknown app ${params.appId ?? ''}`.trim())
     const query = request.query as Record<string, string>
-    const age = Math.abs(app.clock.now().getTime() / 1000 - Number(query.auth_timestamp))
+    const age = Math.abs(app.clock.nowMs() / 1000 - Number(query.auth_timestamp))
     const path = request.url.split('?')[0] ?? ''
     const bodyMatches = request.method === 'GET' || query.body_md5 === md5(request.rawBody ?? '')
     if (query.auth_key !== key || !(age <= MAX_SIGNATURE_AGE_SECONDS) || !bodyMatches)

@@ -28,7 +28,7 @@ async function signedRequest(method: 'GET' | 'POST', subPath: string, body?: unk
   const raw = body === undefined ? undefined : JSON.stringify(body)
   const params: Record<string, string> = {
     auth_key: key,
-    auth_timestamp: String(options.timestamp ?? Math.floor(t.clock.now().getTime() / 1000)),
+    auth_timestamp: String(options.timestamp ?? Math.floor(t.clock.nowMs() / 1000)),
     auth_version: '1.0',
   }
   if (raw !== undefined)
@@ -85,7 +85,7 @@ describe('POST /apps/{app_id}/events and /batch_events', () => {
   it('refuses a wrong secret, a stale timestamp and a body that is not the one signed (401), delivering nothing', async () => {
     const { channel, received } = await listener()
     const event = { name: 'order.filled', data: '{}', channels: [channel] }
-    const now = Math.floor(t.clock.now().getTime() / 1000)
+    const now = Math.floor(t.clock.nowMs() / 1000)
     for (const options of [{ secret: 'wrong-secret' }, { timestamp: now - 601 }, { md5Of: 'another body' }]) {
       const res = await signedRequest('POST', '/events', event, options)
       expect(res).toEqual({ status: 401, data: { message: 'Authentication signature invalid.' } })

@@ -35,8 +35,7 @@ async function userWithTwoFactor() {
 describe('POST /api/two-factor-challenge: the escalating lockout', () => {
   it('locks the account for 1 minute after 5 wrong codes, 5 minutes after 10, mailing its owner each time', async () => {
     const { user, password, secret } = await userWithTwoFactor()
-    const code = () =>
-      TOTP.generate({ secret: Secret.fromBase32(secret), timestamp: t.clock.now().getTime() })
+    const code = () => TOTP.generate({ secret: Secret.fromBase32(secret), timestamp: t.clock.nowMs() })
     const wrongCode = () => String((Number(code()) + 1) % 1_000_000).padStart(6, '0')
     const pendingLogin = async () => {
       const client = new TestClient(t.baseUrl)

@@ -124,7 +124,7 @@ export function createTwoFactorService(deps: { users: UsersService; clock: Clock
     if (!/^\d{6}$/.test(token)) return false
     const secret = openSecret(user.twoFactorSecret)
     if (!secret) return false
-    const timestamp = clock.now().getTime()
+    const timestamp = clock.nowMs()
     const delta = TOTP.validate({ token, secret, ...TOTP_OPTIONS, timestamp, window: TOTP_WINDOW })
     if (delta === null) return false
     const step = TOTP.counter({ period: TOTP_OPTIONS.period, timestamp }) + delta

@@ -28,7 +28,7 @@ const RECOVERY_CODE = /^[A-Za-z0-9]{10}-[A-Za-z0-9]{10}$/
 
 /** The code an authenticator app shows now (per the app's clock), or `steps` periods away. */
 const totp = (secret: string, steps = 0) =>
-  TOTP.generate({ secret: Secret.fromBase32(secret), timestamp: t.clock.now().getTime() + steps * STEP_MS })
+  TOTP.generate({ secret: Secret.fromBase32(secret), timestamp: t.clock.nowMs() + steps * STEP_MS })
 
 /** Moves to the next time step: the step just used to confirm or sign in is burned. */
 const nextStep = () => t.clock.advance(STEP_MS)

@@ -721,7 +721,7 @@ describe('analysis jobs across instances', () => {
     const c = await instance({ ...aiEnv(model.url), ...shared }, redis())
     const d = await instance({ ...aiEnv(model.url), ...shared }, redis())
     // Both clocks at the same time (D's started a moment later): C's rows are due for D at once.
-    const lag = d.clock.now().getTime() - c.clock.now().getTime()
+    const lag = d.clock.nowMs() - c.clock.nowMs()
     c.clock.advance(Math.max(0, lag))
 
     const { user: owner, password } = await createUser(database.db, { name: 'Olivia' })

@@ -114,7 +114,7 @@ export function createPurchasesService(deps: PurchasesDeps) {
       if (!deps.webhookSecret) throw paymentsNotConfigured()
       let event: StripeEvent
       try {
-        event = await verifiedEvent(rawBody, signature ?? '', deps.webhookSecret, clock.now().getTime())
+        event = await verifiedEvent(rawBody, signature ?? '', deps.webhookSecret, clock.nowMs())
       } catch {
         throw badSignature()
       }

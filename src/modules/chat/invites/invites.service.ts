@@ -45,7 +45,7 @@ export function createInvitesService(deps: InvitesDeps) {
   const { db, clock, appUrl, events } = deps
 
   const statusOf = (listing: { invite: InviteListing['invite'] }): InviteStatus =>
-    listing.invite.status === 'pending' && listing.invite.expiresAt.getTime() <= clock.now().getTime()
+    listing.invite.status === 'pending' && listing.invite.expiresAt.getTime() <= clock.nowMs()
       ? 'expired'
       : listing.invite.status
 
@@ -69,7 +69,7 @@ export function createInvitesService(deps: InvitesDeps) {
     write: (tokenHash: string, expiresAt: Date) => Promise<{ id: number; email: string }>,
   ): Promise<number> {
     const token = newToken()
-    const expiresAt = new Date(clock.now().getTime() + INVITE_DAYS * DAY_MS)
+    const expiresAt = new Date(clock.nowMs() + INVITE_DAYS * DAY_MS)
     const invite = await write(hashToken(token), expiresAt)
     const url = `${deps.inviteBaseUrl}/invites/${token}`
     await deps.queueMail(

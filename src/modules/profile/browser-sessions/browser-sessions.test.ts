@@ -64,7 +64,7 @@ describe('GET /api/user-profile/sessions', () => {
         last_active_at: expect.stringMatching(laravelDate),
       },
     ])
-    const now = Math.floor(t.clock.now().getTime() / 1000) * 1000
+    const now = Math.floor(t.clock.nowMs() / 1000) * 1000
     expect(Date.parse(sessions[0]?.last_active_at ?? '')).toBe(now)
     expect(Date.parse(sessions[1]?.last_active_at ?? '')).toBe(now - minutes(7))
     // A request a minute later makes the laptop the most recently active.
@@ -180,10 +180,10 @@ describe('GET /api/user-profile/sessions', () => {
     try {
       const { user, password } = await createUser(long.database.db)
       await signIn(long, user.email, password)
-      const signedInAt = long.clock.now().getTime()
+      const signedInAt = long.clock.nowMs()
       const viewer = await signIn(long, user.email, password)
       const idle = async () => (await list(viewer)).find((s) => !s.is_current_device)?.last_active
-      const after = (ms: number) => long.clock.advance(signedInAt + ms - long.clock.now().getTime())
+      const after = (ms: number) => long.clock.advance(signedInAt + ms - long.clock.nowMs())
       const expected: [number, string][] = [
         [0, '0 seconds ago'],
         [1000, '1 second ago'],
