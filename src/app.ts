@@ -5,7 +5,7 @@ import type { Config } from './config.ts'
 import { type Database, openDatabase } from './db/client.ts'
 import { type Clock, systemClock } from './lib/clock.ts'
 import { lazyChildLogger } from './lib/lazy-logger.ts'
-import { createLoggers } from './lib/logging.ts'
+import { createLoggers, wantsPrettyLogs } from './lib/logging.ts'
 import { sharedSerializers } from './lib/serializers.ts'
 import { ajvOptions, configureFormats } from './lib/validation.ts'
 import accountsRoutes from './modules/accounts/accounts.routes.ts'
@@ -90,7 +90,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   // A logger handed in (tests) takes the access lines too.
   const loggers = overrides.loggerInstance
     ? { app: overrides.loggerInstance, access: overrides.loggerInstance }
-    : createLoggers(config.logLevel)
+    : createLoggers(config.logLevel, wantsPrettyLogs(config.logFormat, config.env))
   const app = Fastify({
     loggerInstance: loggers.app,
     bodyLimit: 1024 * 1024,

@@ -27,6 +27,7 @@ const Env = Type.Object({
   OUTBOX_RETENTION_DAYS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,4}$' })),
   MAIL_FROM: Type.Optional(Type.String({ minLength: 3 })),
   LOG_LEVEL: Type.Optional(Type.String({ pattern: '^(fatal|error|warn|info|debug|trace|silent)$' })),
+  LOG_FORMAT: Type.Optional(Type.String({ pattern: '^(json|pretty)$' })),
   UPSTREAM_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$' })),
   UPSTREAM_API_TOKEN: Type.Optional(Type.String({ minLength: 1 })),
   UPSTREAM_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
@@ -90,6 +91,8 @@ export interface Config {
   /** Days a sent outbox row (a delivered mail) is kept before the background prune deletes it. */
   readonly outboxRetentionDays: number
   readonly logLevel: string
+  /** Unset: pretty on a terminal outside production, JSON lines otherwise (lib/logging.ts). */
+  readonly logFormat: 'json' | 'pretty' | undefined
   readonly upstream: {
     /** Unset outside production means: run the built-in simulator (see server.ts). */
     readonly baseUrl: string | undefined
@@ -290,6 +293,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
     mail: Object.freeze({ url: env.MAIL_URL, from: env.MAIL_FROM ?? 'Trading App <no-reply@localhost>' }),
     outboxRetentionDays: Number(env.OUTBOX_RETENTION_DAYS ?? 14),
     logLevel: env.LOG_LEVEL ?? (nodeEnv === 'test' ? 'silent' : 'info'),
+    logFormat: env.LOG_FORMAT as Config['logFormat'],
     upstream: Object.freeze({
       baseUrl: env.UPSTREAM_BASE_URL?.replace(/\/+$/, ''),
       token: env.UPSTREAM_API_TOKEN ?? '',

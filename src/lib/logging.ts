@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module'
 import {
   type DestinationStream,
   destination,
@@ -113,11 +114,51 @@ function gatheringStdout(): DestinationStream {
 }
 
 /**
- * The service's two loggers, on one asynchronous stdout: `app` (Fastify's, every line redacted) and
- * `access`, for the access-log line only: its fields are fixed and none can hold a secret, so it
- * skips the redaction pass, which cost more than building and writing the line.
+ * Whether lines are written for people: asked for with LOG_FORMAT, or else when stdout is a
+ * terminal outside production (a developer's `npm start`). Pipes, files and containers get JSON.
  */
-export function createLoggers(level: string): { app: Logger; access: Logger } {
-  const stream = asyncStdout()
-  return { app: pino(loggerOptions(level), stream), access: pino({ level }, stream) }
+export function wantsPrettyLogs(
+  format: 'json' | 'pretty' | undefined,
+  env: string,
+  stdoutIsTerminal = Boolean(process.stdout.isTTY),
+): boolean {
+  return format ? format === 'pretty' : env !== 'production' && stdoutIsTerminal
+}
+
+/**
+ * The service's two loggers, on one stdout: `app` (Fastify's, every line redacted) and `access`,
+ * for the access-log line only: its fields are fixed and none can hold a secret, so it skips the
+ * redaction pass, which cost more than building and writing the line. JSON lines, written
+ * asynchronously; or, for people, one coloured line each, written as they come (pino-pretty, loaded
+ * only then).
+ */
+export function createLoggers(
+  level: string,
+  pretty = false,
+  destination: DestinationStream = pretty ? prettyStdout() : asyncStdout(),
+): { app: Logger; access: Logger } {
+  return { app: pino(loggerOptions(level), destination), access: pino({ level }, destination) }
+}
+
+const require = createRequire(import.meta.url)
+
+function prettyStdout(): DestinationStream {
+  const pretty = require('pino-pretty') as typeof import('pino-pretty')
+  return pretty(prettyOptions())
+}
+
+/** pino-pretty's settings: a line per entry, fields inline, the access line as `GET /url 200 3 ms`. */
+export function prettyOptions(destination?: NodeJS.WritableStream): import('pino-pretty').PrettyOptions {
+  return {
+    ...(destination ? { destination } : {}),
+    colorize: !destination && Boolean(process.stdout.isTTY),
+    sync: true,
+    singleLine: true,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname',
+    messageFormat: (log, messageKey) =>
+      log[messageKey] === 'request completed'
+        ? `${log.method} ${log.url} ${log.status} ${log.ms} ms`
+        : String(log[messageKey] ?? ''),
+  }
 }
