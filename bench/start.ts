@@ -171,6 +171,8 @@ function appEnv(dataDir: string, databaseUrl?: string): Record<string, string> {
     REVERB_APP_ID: 'bench',
     REVERB_APP_KEY: 'bench-key',
     REVERB_APP_SECRET: randomBytes(20).toString('hex'),
+    // The stop measured is the app's own; its grace period for a balancer is a set wait.
+    SHUTDOWN_GRACE_MS: '0',
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
   }
 }

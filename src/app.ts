@@ -22,6 +22,7 @@ import emailVerificationRoutes from './modules/email-verification/email-verifica
 import healthRoutes from './modules/health/health.routes.ts'
 import knowledgeBaseRoutes from './modules/knowledge-base/knowledge-base.routes.ts'
 import marketDataRoutes from './modules/market-data/market-data.routes.ts'
+import metricsRoutes from './modules/metrics/metrics.routes.ts'
 import passwordConfirmationRoutes from './modules/password-confirmation/password-confirmation.routes.ts'
 import passwordResetRoutes from './modules/password-reset/password-reset.routes.ts'
 import profileRoutes from './modules/profile/profile.routes.ts'
@@ -40,6 +41,7 @@ import errorsPlugin, { answerRouterError } from './plugins/errors.ts'
 import eventsPlugin from './plugins/events.ts'
 import guardsPlugin from './plugins/guards.ts'
 import mailerPlugin from './plugins/mailer.ts'
+import metricsPlugin from './plugins/metrics.ts'
 import openapiPlugin from './plugins/openapi.ts'
 import outboxPlugin from './plugins/outbox.ts'
 import passwordConfirmationPlugin from './plugins/password-confirmation.ts'
@@ -47,6 +49,7 @@ import rateLimitPlugin from './plugins/rate-limit.ts'
 import realtimePlugin from './plugins/realtime.ts'
 import redisPlugin from './plugins/redis.ts'
 import sessionPlugin from './plugins/session.ts'
+import shutdownPlugin from './plugins/shutdown.ts'
 import storagePlugin from './plugins/storage.ts'
 import upstreamPlugin from './plugins/upstream.ts'
 
@@ -67,7 +70,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 export function openConfiguredDatabase(config: Config): Promise<Database> {
   return openDatabase(
     config.databaseUrl
-      ? { url: config.databaseUrl, poolSize: config.databasePoolSize }
+      ? { url: config.databaseUrl, poolSize: config.databasePoolSize, pooler: config.databasePooler }
       : { dataDir: `${config.dataDir}/db` },
   )
 }
@@ -100,6 +103,10 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
     // (UTF-16 units, after decoding); longer ones name no route: 404.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 191 },
     frameworkErrors: answerRouterError,
+    // A request that reaches a closing instance (on a connection accepted just before its listener
+    // closed) is served, with `Connection: close`, rather than refused with Fastify's own 503: the
+    // balancer already left on /up and refused connections (plugins/shutdown.ts).
+    return503OnClosing: false,
     // X-Request-Id from a proxy is kept when it is sane; otherwise each request gets a UUID.
     genReqId: (req) => {
       const header = req.headers['x-request-id']
@@ -121,7 +128,10 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
 
   await app.register(errorsPlugin)
   await app.register(clockPlugin, { clock: overrides.clock ?? systemClock })
+  // Before every plugin that winds down on its phases (outbox, realtime): its preClose runs first.
+  await app.register(shutdownPlugin, { graceMs: config.shutdown.graceMs })
   await app.register(eventsPlugin)
+  await app.register(metricsPlugin, { config })
   await app.register(dbPlugin, { database })
   await app.register(redisPlugin, { redis })
   await app.register(outboxPlugin, { retentionDays: config.outboxRetentionDays })
@@ -141,6 +151,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
 
   // Modules, in the order of the spec's endpoint sections.
   await app.register(healthRoutes)
+  await app.register(metricsRoutes, { config })
   await app.register(authRoutes, { config })
   await app.register(passwordResetRoutes, { config })
   await app.register(emailVerificationRoutes, { config })

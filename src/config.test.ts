@@ -46,6 +46,7 @@ describe('loadConfig', () => {
       dataDir: join(cwd, 'storage'),
       databaseUrl: undefined,
       databasePoolSize: 10,
+      databasePooler: 'none',
       redisUrl: undefined,
       frontendOrigins: [],
       session: { lifetimeMinutes: 120, absoluteLifetimeMinutes: 720, secureCookie: false },
@@ -100,6 +101,8 @@ describe('loadConfig', () => {
     ['DATABASE_URL', 'mysql://x'],
     ['DATABASE_POOL_SIZE', '0'],
     ['DATABASE_POOL_SIZE', 'ten'],
+    ['DATABASE_POOLER', 'pgbouncer'],
+    ['DATABASE_POOLER', 'transaction'],
     ['FRONTEND_URL', 'not a url'],
     ['LOG_LEVEL', 'loud'],
     ['APP_KEY', 'base64:c2hvcnQ='],
@@ -112,6 +115,15 @@ describe('loadConfig', () => {
     expect(error.problems).toHaveLength(1)
     expect(error.problems[0]).toMatch(new RegExp(`^${name}: `))
     expect(error.message).toContain(`${name}: `)
+  })
+
+  test('DATABASE_POOLER=transaction names a transaction-mode pooler in front of PostgreSQL', () => {
+    const url = 'postgres://app@pgbouncer.internal:6432/app'
+    const config = loadConfig({ APP_KEY, DATABASE_URL: url, DATABASE_POOLER: 'transaction' }, tempCwd())
+    expect(config).toMatchObject({ databaseUrl: url, databasePooler: 'transaction' })
+    expect(
+      loadConfig({ APP_KEY, DATABASE_URL: url, DATABASE_POOLER: 'none' }, tempCwd()).databasePooler,
+    ).toBe('none')
   })
 
   test('every bad variable is reported at once', () => {
@@ -174,6 +186,32 @@ describe('loadConfig', () => {
     expect(loadConfig({ DATA_DIR: 'other' }, cwd).appKey).not.toBe(first.appKey)
     // A configured key wins over the generated one.
     expect(loadConfig({ DATA_DIR: 'data', APP_KEY }, cwd).appKey).toBe(APP_KEY)
+  })
+
+  test('METRICS_TOKEN: unset by default; a short or unsendable one is refused without being repeated', () => {
+    const token = 'metrics-token-0123456789'
+    expect(loadConfig({ APP_KEY }, tempCwd()).metricsToken).toBeUndefined()
+    expect(loadConfig({ APP_KEY, METRICS_TOKEN: token }, tempCwd()).metricsToken).toBe(token)
+    for (const refused of ['short-secret', 'a token with spaces in it', 'tøken-with-a-non-ascii-letter']) {
+      const error = configError({ APP_KEY, METRICS_TOKEN: refused })
+      expect(error.problems).toEqual([expect.stringMatching(/^METRICS_TOKEN: /)])
+      expect(error.message).not.toContain(refused)
+    }
+  })
+
+  test('SHUTDOWN_GRACE_MS and SHUTDOWN_TIMEOUT_MS: 2 s and 25 s by default; the grace period must end first', () => {
+    expect(loadConfig({ APP_KEY }, tempCwd()).shutdown).toEqual({ graceMs: 2_000, timeoutMs: 25_000 })
+    expect(
+      loadConfig({ APP_KEY, SHUTDOWN_GRACE_MS: '0', SHUTDOWN_TIMEOUT_MS: '5000' }, tempCwd()).shutdown,
+    ).toEqual({ graceMs: 0, timeoutMs: 5_000 })
+    expect(configError({ APP_KEY, SHUTDOWN_GRACE_MS: '5000', SHUTDOWN_TIMEOUT_MS: '5000' }).problems).toEqual(
+      ['SHUTDOWN_GRACE_MS: must be less than SHUTDOWN_TIMEOUT_MS'],
+    )
+    const bad = configError({ APP_KEY, SHUTDOWN_GRACE_MS: '-1', SHUTDOWN_TIMEOUT_MS: '0' })
+    expect(bad.problems.map((p) => p.split(':')[0]).sort()).toEqual([
+      'SHUTDOWN_GRACE_MS',
+      'SHUTDOWN_TIMEOUT_MS',
+    ])
   })
 
   test('generateAppKey gives 32 random bytes in the form APP_KEY accepts', () => {

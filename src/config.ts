@@ -11,11 +11,14 @@ const Env = Type.Object({
   NODE_ENV: Type.Optional(Type.String()),
   PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
   HOST: Type.Optional(Type.String({ minLength: 1 })),
+  SHUTDOWN_GRACE_MS: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$' })),
+  SHUTDOWN_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
   APP_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$' })),
   APP_KEY: Type.Optional(Type.String({ pattern: '^base64:[A-Za-z0-9+/]{43}=$' })),
   DATA_DIR: Type.Optional(Type.String({ minLength: 1 })),
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
   DATABASE_POOL_SIZE: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
+  DATABASE_POOLER: Type.Optional(Type.String({ pattern: '^(none|transaction)$' })),
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
   REDIS_PREFIX: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,64}$' })),
   FRONTEND_URL: Type.Optional(Type.String()),
@@ -28,6 +31,8 @@ const Env = Type.Object({
   MAIL_FROM: Type.Optional(Type.String({ minLength: 3 })),
   LOG_LEVEL: Type.Optional(Type.String({ pattern: '^(fatal|error|warn|info|debug|trace|silent)$' })),
   LOG_FORMAT: Type.Optional(Type.String({ pattern: '^(json|pretty)$' })),
+  // Visible ASCII, as it travels in a header; long enough not to be guessed.
+  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16, maxLength: 256, pattern: '^[!-~]*$' })),
   UPSTREAM_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$' })),
   UPSTREAM_API_TOKEN: Type.Optional(Type.String({ minLength: 1 })),
   UPSTREAM_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
@@ -55,6 +60,16 @@ const Env = Type.Object({
   AI_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
   AI_JOB_ATTEMPTS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]?$' })),
   AI_JOB_RETRY_MS: Type.Optional(Type.String({ pattern: '^[0-9]{1,7}$' })),
+  STORAGE_DRIVER: Type.Optional(Type.String()),
+  S3_BUCKET: Type.Optional(Type.String({ pattern: '^[^\\s/]{1,255}$' })),
+  S3_ENDPOINT: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$' })),
+  S3_REGION: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9-]{1,64}$' })),
+  S3_ACCESS_KEY_ID: Type.Optional(Type.String({ minLength: 1 })),
+  S3_SECRET_ACCESS_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  S3_FORCE_PATH_STYLE: Type.Optional(Type.String({ pattern: '^(true|false|1|0|)$' })),
+  S3_PREFIX: Type.Optional(
+    Type.String({ pattern: '^/?[A-Za-z0-9_-][A-Za-z0-9_.-]*(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)*/?$' }),
+  ),
 })
 type Env = Static<typeof Env>
 
@@ -62,12 +77,24 @@ export interface Config {
   readonly env: 'production' | 'development' | 'test'
   readonly host: string
   readonly port: number
+  /**
+   * A stop (SIGTERM, SIGINT): for `graceMs` the instance still accepts connections while `/up` answers
+   * 503 (SHUTDOWN_GRACE_MS); if it has not exited `timeoutMs` after the signal, it gives up with exit
+   * code 1 (SHUTDOWN_TIMEOUT_MS).
+   */
+  readonly shutdown: { readonly graceMs: number; readonly timeoutMs: number }
   readonly appUrl: string
   readonly appKey: string
   readonly dataDir: string
   readonly databaseUrl: string | undefined
   /** Connections the PostgreSQL pool opens at most (DATABASE_POOL_SIZE); unused with PGlite. */
   readonly databasePoolSize: number
+  /**
+   * `transaction`: DATABASE_URL is a pooler in transaction mode (PgBouncer `pool_mode = transaction`), so
+   * nothing may outlive a transaction on a connection: statements go out unnamed and instances do not
+   * migrate (DATABASE_POOLER). `none`: PostgreSQL itself (or a session-mode pooler).
+   */
+  readonly databasePooler: 'none' | 'transaction'
   readonly redisUrl: string | undefined
   /** Put before every key and pub/sub channel, so services sharing a Redis server stay apart. */
   readonly redisPrefix: string
@@ -93,6 +120,8 @@ export interface Config {
   readonly logLevel: string
   /** Unset: pretty on a terminal outside production, JSON lines otherwise (lib/logging.ts). */
   readonly logFormat: 'json' | 'pretty' | undefined
+  /** GET /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; unset, there is no /metrics. */
+  readonly metricsToken: string | undefined
   readonly upstream: {
     /** Unset outside production means: run the built-in simulator (see server.ts). */
     readonly baseUrl: string | undefined
@@ -136,6 +165,21 @@ export interface Config {
     readonly jobAttempts: number
     readonly jobRetryMs: number
   }
+  /** Where uploaded files live (STORAGE_DRIVER): the disk under DATA_DIR, or a bucket every instance shares. */
+  readonly storage: { readonly driver: 'local' } | { readonly driver: 's3'; readonly s3: S3Settings }
+}
+
+/** An S3-compatible bucket (S3_*), in the shape lib/storage/s3.ts takes. */
+export interface S3Settings {
+  readonly bucket: string
+  /** Unset: AWS itself. */
+  readonly endpoint: string | undefined
+  readonly region: string
+  /** Unset: the AWS SDK's default credential chain (environment, shared profile, instance or task role). */
+  readonly credentials: { readonly accessKeyId: string; readonly secretAccessKey: string } | undefined
+  readonly forcePathStyle: boolean
+  /** Folder every key is put under, without leading or trailing slash ('' for none). */
+  readonly prefix: string
 }
 
 export class ConfigError extends Error {
@@ -238,8 +282,18 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
   const nodeEnv = env.NODE_ENV === 'production' || env.NODE_ENV === 'test' ? env.NODE_ENV : 'development'
   const port = Number(env.PORT ?? 8000)
   if (port < 0 || port > 65535) problems.push('PORT: must be a port number from 0 to 65535')
+  const shutdown = {
+    graceMs: Number(env.SHUTDOWN_GRACE_MS ?? 2_000),
+    timeoutMs: Number(env.SHUTDOWN_TIMEOUT_MS ?? 25_000),
+  }
+  if (shutdown.graceMs >= shutdown.timeoutMs) {
+    problems.push('SHUTDOWN_GRACE_MS: must be less than SHUTDOWN_TIMEOUT_MS')
+  }
   const frontendOrigins = parseOrigins(env.FRONTEND_URL, problems)
   const trustedProxies = parseTrustedProxies(env.TRUSTED_PROXIES, problems)
+  if (env.DATABASE_POOLER === 'transaction' && !env.DATABASE_URL) {
+    problems.push('DATABASE_POOLER: transaction needs DATABASE_URL (the pooler); PGlite has none')
+  }
   if (nodeEnv === 'production' && !env.APP_KEY) {
     problems.push(
       'APP_KEY: required when NODE_ENV=production (generate one with `npm run cli -- key:generate`)',
@@ -265,6 +319,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
       'AI_BASE_URL, AI_API_KEY, AI_MODEL: set all three for a model server, or none for the offline model',
     )
   }
+  checkStorage(env, problems)
   if (problems.length > 0) throw new ConfigError(problems)
 
   const dataDir = resolve(cwd, env.DATA_DIR ?? 'storage')
@@ -273,11 +328,13 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
     env: nodeEnv,
     host: env.HOST ?? '127.0.0.1',
     port,
+    shutdown: Object.freeze(shutdown),
     appUrl,
     appKey: env.APP_KEY ?? localAppKey(dataDir),
     dataDir,
     databaseUrl: env.DATABASE_URL,
     databasePoolSize: Number(env.DATABASE_POOL_SIZE ?? 10), // db/client.ts DEFAULT_POOL_SIZE
+    databasePooler: env.DATABASE_POOLER === 'transaction' ? 'transaction' : 'none',
     redisUrl: env.REDIS_URL,
     redisPrefix: env.REDIS_PREFIX ?? 'trading:',
     frontendOrigins: Object.freeze(frontendOrigins),
@@ -294,6 +351,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
     outboxRetentionDays: Number(env.OUTBOX_RETENTION_DAYS ?? 14),
     logLevel: env.LOG_LEVEL ?? (nodeEnv === 'test' ? 'silent' : 'info'),
     logFormat: env.LOG_FORMAT as Config['logFormat'],
+    metricsToken: env.METRICS_TOKEN,
     upstream: Object.freeze({
       baseUrl: env.UPSTREAM_BASE_URL?.replace(/\/+$/, ''),
       token: env.UPSTREAM_API_TOKEN ?? '',
@@ -334,7 +392,38 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
       jobAttempts: Number(env.AI_JOB_ATTEMPTS ?? 3),
       jobRetryMs: Number(env.AI_JOB_RETRY_MS ?? 10_000),
     }),
+    storage: storageSettings(env),
   })
+}
+
+/** STORAGE_DRIVER and the S3_* it needs; problems name variables, never their (secret) values. */
+function checkStorage(env: Env, problems: string[]): void {
+  const driver = env.STORAGE_DRIVER ?? 'local'
+  if (driver !== 'local' && driver !== 's3') {
+    problems.push('STORAGE_DRIVER: must be "local" (the default) or "s3"')
+  }
+  if (driver === 's3' && !env.S3_BUCKET) problems.push('S3_BUCKET: required when STORAGE_DRIVER=s3')
+  if ((env.S3_ACCESS_KEY_ID === undefined) !== (env.S3_SECRET_ACCESS_KEY === undefined)) {
+    problems.push(
+      "S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY: set both, or neither for the AWS SDK's default credentials",
+    )
+  }
+}
+
+function storageSettings(env: Env): Config['storage'] {
+  if (env.STORAGE_DRIVER !== 's3') return Object.freeze({ driver: 'local' })
+  const s3: S3Settings = {
+    bucket: env.S3_BUCKET as string,
+    endpoint: env.S3_ENDPOINT?.replace(/\/+$/, ''),
+    region: env.S3_REGION ?? 'us-east-1',
+    credentials:
+      env.S3_ACCESS_KEY_ID && env.S3_SECRET_ACCESS_KEY
+        ? Object.freeze({ accessKeyId: env.S3_ACCESS_KEY_ID, secretAccessKey: env.S3_SECRET_ACCESS_KEY })
+        : undefined,
+    forcePathStyle: env.S3_FORCE_PATH_STYLE === 'true' || env.S3_FORCE_PATH_STYLE === '1',
+    prefix: (env.S3_PREFIX ?? '').replace(/^\/+|\/+$/g, ''),
+  }
+  return Object.freeze({ driver: 's3', s3: Object.freeze(s3) })
 }
 
 /** REVERB_APP_ID/KEY/SECRET when all are set; otherwise (outside production) the generated ones, overridden one by one. */

@@ -42,14 +42,20 @@ async function stop(signal: string) {
   if (stopping) return
   stopping = true
   app.log.info({ signal }, 'stopping: finishing in-flight requests')
-  // close() stops accepting, waits for in-flight requests, then runs onClose (the database closes).
-  const timer = setTimeout(() => {
-    app.log.error('in-flight requests did not finish within 25 s; exiting')
+  // Not unref'd: a stop stuck on nothing that keeps the process alive still ends as a failure.
+  const { timeoutMs } = config.shutdown
+  setTimeout(() => {
+    app.log.error({ timeoutMs }, 'the stop did not finish within SHUTDOWN_TIMEOUT_MS; exiting')
     process.exit(1)
-  }, 25_000)
-  timer.unref()
-  await app.close()
-  await simulator?.close()
+  }, timeoutMs)
+  // The sequence (draining, grace period, close) is plugins/shutdown.ts's.
+  try {
+    await app.shutdown.stop()
+    await simulator?.close()
+  } catch (error) {
+    app.log.error({ err: error }, 'the stop failed; exiting')
+    process.exit(1)
+  }
   process.exit(0)
 }
 process.on('SIGTERM', () => void stop('SIGTERM'))

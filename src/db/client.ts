@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { PGlite } from '@electric-sql/pglite'
 import { sql } from 'drizzle-orm'
+import { readMigrationFiles } from 'drizzle-orm/migrator'
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres'
 import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
@@ -18,6 +19,11 @@ export interface Database {
   readonly kind: 'pglite' | 'postgres'
   /** Connections used at most (PGlite is one connection). */
   readonly poolSize: number
+  /**
+   * The pool's connections now and the queries waiting for one (PostgreSQL). PGlite has none: it is
+   * one in-process connection, with queries queued inside it.
+   */
+  readonly poolUsage?: () => { total: number; idle: number; waiting: number }
   /** Applies the committed SQL migrations under drizzle/ that have not run yet. */
   migrate(): Promise<void>
   /** Throws when the database does not answer. */
@@ -32,11 +38,22 @@ const MIGRATION_LOCK = 727_001
 /** Connections a PostgreSQL pool opens at most unless told otherwise (DATABASE_POOL_SIZE). */
 export const DEFAULT_POOL_SIZE = 10
 
-export type DatabaseTarget = { url: string; poolSize?: number } | { dataDir: string } | { memory: true }
+/**
+ * What stands between the pool and PostgreSQL (DATABASE_POOLER): nothing (or a session-mode pooler), or
+ * a transaction-mode pooler, where each transaction may run on another server connection.
+ */
+export type Pooler = 'none' | 'transaction'
+
+export type DatabaseTarget =
+  | { url: string; poolSize?: number; pooler?: Pooler }
+  | { dataDir: string }
+  | { memory: true }
 
 /** Opens PostgreSQL (a pg pool) for a URL, otherwise embedded PGlite in a folder or in memory. */
 export async function openDatabase(target: DatabaseTarget): Promise<Database> {
-  if ('url' in target) return openPostgres(target.url, target.poolSize ?? DEFAULT_POOL_SIZE)
+  if ('url' in target) {
+    return openPostgres(target.url, target.poolSize ?? DEFAULT_POOL_SIZE, target.pooler ?? 'none')
+  }
   return openPglite('dataDir' in target ? target.dataDir : undefined)
 }
 
@@ -60,17 +77,21 @@ async function openPglite(dataDir: string | undefined): Promise<Database> {
   }
 }
 
-async function openPostgres(url: string, poolSize: number): Promise<Database> {
+async function openPostgres(url: string, poolSize: number, pooler: Pooler): Promise<Database> {
   const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 5000 })
   // An idle client that loses its server must not crash the process; the next query reports it.
   pool.on('error', () => {})
+  if (pooler === 'transaction') pool.on('connect', sendUnnamed)
   const drizzleDb = drizzlePg({ client: pool, schema })
   let closed = false
   return {
     db: drizzleDb as unknown as Db,
     kind: 'postgres',
     poolSize,
+    poolUsage: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     migrate: async () => {
+      // The lock below is a session's, which a transaction-mode pooler cannot keep: check only.
+      if (pooler === 'transaction') return checkMigrated(pool)
       const lock = await pool.connect()
       try {
         await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK])
@@ -88,5 +109,49 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
       closed = true
       await pool.end()
     },
+  }
+}
+
+/**
+ * Behind a transaction-mode pooler the next statement of a client may run on another server
+ * connection, where a statement prepared by name on the last one does not exist (PgBouncer before
+ * 1.21 does not track them). So every statement this client sends goes out unnamed: the same SQL,
+ * parsed and planned with each execution, as any statement without a name is.
+ */
+function sendUnnamed(client: pg.PoolClient): void {
+  const query = client.query
+  client.query = function unnamedQuery(this: pg.PoolClient, config: unknown, ...rest: unknown[]) {
+    const named =
+      typeof config === 'object' &&
+      config !== null &&
+      'name' in config &&
+      // A submittable (a cursor, a stream) is passed on as it is.
+      typeof (config as { submit?: unknown }).submit !== 'function'
+    return Reflect.apply(query, this, [named ? { ...config, name: undefined } : config, ...rest])
+  } as typeof client.query
+}
+
+/**
+ * Instead of migrating through a transaction-mode pooler (the migration lock is a session's): throws
+ * when a committed migration is missing from the database, naming the release step that applies it.
+ */
+async function checkMigrated(pool: pg.Pool): Promise<void> {
+  let applied = 0
+  try {
+    const { rows } = await pool.query<{ latest: string | null }>(
+      'select max(created_at) as latest from drizzle.__drizzle_migrations',
+    )
+    applied = Number(rows[0]?.latest ?? 0)
+  } catch (error) {
+    // No migrations table (42P01), or not even its schema (3F000): nothing was ever applied.
+    const code = (error as { code?: string }).code
+    if (code !== '42P01' && code !== '3F000') throw error
+  }
+  const pending = readMigrationFiles({ migrationsFolder }).filter((m) => m.folderMillis > applied)
+  if (pending.length > 0) {
+    throw new Error(
+      `${pending.length} database migration(s) not applied. DATABASE_POOLER=transaction does not migrate: ` +
+        'run `npm run cli -- migrate` with DATABASE_URL pointing at PostgreSQL itself (not the pooler), then start again.',
+    )
   }
 }

@@ -1,15 +1,19 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { redactUrl } from '../lib/logging.ts'
+import { httpRequestRecorder } from '../lib/metrics/http-requests.ts'
 
 /**
  * One access-log line per answered request, at `info`, instead of Fastify's two (incoming and
  * completed): flat fields only, cheap to build, written through `logger` (lib/logging.ts
  * createLoggers' `access`: none of its fields can hold a secret, the URL's secret query values are
- * masked, so it needs no redaction pass).
+ * masked, so it needs no redaction pass). The same hook records the request's metrics: every hook
+ * is a cost on every request.
  */
 async function accessLogPlugin(app: FastifyInstance, { logger: access }: { logger: FastifyBaseLogger }) {
+  const recordRequest = app.metrics.enabled ? httpRequestRecorder(app.metrics) : undefined
   app.addHook('onResponse', (request, reply, done) => {
+    recordRequest?.(request.method, request.routeOptions.url, reply.statusCode, reply.elapsedTime)
     access.info(
       {
         request_id: request.id,
@@ -26,4 +30,4 @@ async function accessLogPlugin(app: FastifyInstance, { logger: access }: { logge
   })
 }
 
-export default fp(accessLogPlugin, { name: 'access-log' })
+export default fp(accessLogPlugin, { name: 'access-log', dependencies: ['metrics'] })

@@ -16,12 +16,18 @@ async function cachePlugin(app: FastifyInstance, { config }: { config: Config })
   const driver = app.redis
     ? createRedisCacheDriver(app.redis)
     : createMemoryCacheDriver({ maxBytes: config.cache.maxBytes, clock: app.clock })
+  const layer = { layer: app.redis ? 'redis' : 'memory' }
+  const lookups = (name: string, help: string) =>
+    app.metrics.counter({ name, help, labelNames: ['layer'] }).series(layer)
+  const hits = lookups('cache_hits_total', 'Cache lookups that found the value, by store.')
+  const misses = lookups('cache_misses_total', 'Cache lookups that loaded the value, by store.')
   const cache = createCache(driver, {
     // A failing store degrades to misses (answers still come from the upstream); say so in the log.
     onError: (error, operation) => app.log.error({ err: error, operation }, 'cache store failed'),
+    onRead: (hit) => (hit ? hits : misses).inc(),
   })
   app.decorate('cache', cache)
   app.addHook('onClose', async () => cache.close())
 }
 
-export default fp(cachePlugin, { name: 'cache', dependencies: ['clock', 'redis'] })
+export default fp(cachePlugin, { name: 'cache', dependencies: ['clock', 'redis', 'metrics'] })

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Database, Db } from '../db/client.ts'
+import type { Metrics } from '../lib/metrics/metrics.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -14,6 +15,28 @@ async function dbPlugin(app: FastifyInstance, { database }: { database: Database
   app.decorate('database', database)
   app.decorate('db', database.db)
   app.addHook('onClose', () => database.close())
+  // PGlite has no pool: no series rather than numbers that mean nothing.
+  const { poolUsage } = database
+  if (poolUsage) registerPoolMetrics(app.metrics, poolUsage)
 }
 
-export default fp(dbPlugin, { name: 'db' })
+/** The PostgreSQL pool's connections (total, idle) and the queries waiting for one, read when scraped. */
+function registerPoolMetrics(metrics: Metrics, usage: NonNullable<Database['poolUsage']>) {
+  metrics.gauge({
+    name: 'db_pool_connections',
+    help: 'Connections the PostgreSQL pool holds, in all and idle.',
+    labelNames: ['state'],
+    read(set) {
+      const { total, idle } = usage()
+      set({ state: 'total' }, total)
+      set({ state: 'idle' }, idle)
+    },
+  })
+  metrics.gauge({
+    name: 'db_pool_waiting_queries',
+    help: 'Queries waiting for a connection of the PostgreSQL pool.',
+    read: (set) => set({}, usage().waiting),
+  })
+}
+
+export default fp(dbPlugin, { name: 'db', dependencies: ['metrics'] })

@@ -16,6 +16,13 @@ const frameworkMessages: Record<string, string> = {
 
 const methodsForAllow = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** `true`: other methods on the path answer 404, as for an unknown path, not 405 (GET /metrics). */
+    unlisted?: true
+  }
+}
+
 /** Every error becomes Laravel's JSON: 422 `{message, errors}`, `{message}` otherwise, 500 without details. */
 async function errorsPlugin(app: FastifyInstance) {
   // A shadow router of every route, so an unknown method on a known path can answer 405 as Laravel does.
@@ -23,7 +30,7 @@ async function errorsPlugin(app: FastifyInstance) {
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method]
     for (const method of methods) {
-      if (method === 'OPTIONS' || route.url.includes('*')) continue
+      if (method === 'OPTIONS' || route.url.includes('*') || route.config?.unlisted) continue
       try {
         methodRouter.on(method as 'GET', route.url, () => {})
       } catch {

@@ -67,7 +67,8 @@ function presentedCsrfToken(request: FastifyRequest): string | undefined {
 
 // Hashing first gives equal lengths, so the comparison takes the same time whatever was sent.
 const digest = (value: string) => createHash('sha256').update(value).digest()
-const sameToken = (a: string, b: string) => timingSafeEqual(digest(a), digest(b))
+/** Whether a presented secret equals the expected one, compared in constant time. */
+export const sameToken = (a: string, b: string) => timingSafeEqual(digest(a), digest(b))
 
 /**
  * Route options become checks, in Laravel's middleware order: CSRF, then who the caller is, then the

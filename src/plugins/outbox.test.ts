@@ -1,4 +1,5 @@
-import { inArray, sql } from 'drizzle-orm'
+import { randomBytes } from 'node:crypto'
+import { asc, inArray, sql } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { buildTestApp, type TestApp } from '../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../test/helpers/client.ts'
@@ -13,7 +14,9 @@ import {
 } from '../../test/helpers/test-database.ts'
 import { type Database, type Db, openDatabase } from '../db/client.ts'
 import { outbox } from '../db/schema/index.ts'
+import { systemClock } from '../lib/clock.ts'
 import { renderMail } from '../lib/mail/message.ts'
+import { createOutboxWorker, type OutboxHandler } from '../lib/outbox/outbox.worker.ts'
 
 const seconds = (n: number) => n * 1000
 
@@ -251,5 +254,124 @@ describe('two instances on one database', () => {
     // Claimed once each: no row was tried by both.
     expect(rows.every((row) => row.attempts === 1 && row.sentAt !== null)).toBe(true)
     expect(byA.failed + byA.retried + byB.failed + byB.retried).toBe(0)
+  })
+})
+
+// The workers themselves, on rows of kinds of their own (the app's workers leave those alone).
+const quietLog = { debug() {}, warn() {}, error() {} }
+
+/** Queues rows of these kinds, due a second ago, oldest first; answers their ids. */
+async function queueDue(...kinds: string[]): Promise<number[]> {
+  const at = new Date(Date.now() - 1_000)
+  const ids: number[] = []
+  for (const [i, kind] of kinds.entries()) {
+    const [row] = await t.database.db
+      .insert(outbox)
+      .values({ kind, payload: { i }, availableAt: new Date(at.getTime() + i), createdAt: at })
+      .returning({ id: outbox.id })
+    ids.push(row?.id ?? 0)
+  }
+  return ids
+}
+
+const rowsById = (ids: number[]) =>
+  t.database.db.select().from(outbox).where(inArray(outbox.id, ids)).orderBy(asc(outbox.id))
+
+describe('stopping an outbox worker', () => {
+  it('claims nothing more, lets a quick try finish, and gives back the row of a slow one, its try uncounted', async () => {
+    const tag = randomBytes(4).toString('hex')
+    const [quick, slow] = [`quick-${tag}`, `slow-${tag}`]
+    let slowStarted: () => void = () => {}
+    const slowRunning = new Promise<void>((resolve) => {
+      slowStarted = resolve
+    })
+    let slowGaveUpAfterMs = -1
+    // A model call, say: it runs until its signal aborts, then gives up as an aborted fetch does.
+    const slowHandler: OutboxHandler = (_payload, attempt) => {
+      slowStarted()
+      const began = Date.now()
+      return new Promise((_resolve, reject) => {
+        attempt.signal.addEventListener('abort', () => {
+          slowGaveUpAfterMs = Date.now() - began
+          reject(attempt.signal.reason)
+        })
+      })
+    }
+    const quickHandler: OutboxHandler = () => new Promise((resolve) => setTimeout(resolve, 150))
+
+    // Two rows per claim: the quick and the slow one are under way together; the third waits.
+    const ids = await queueDue(quick, slow, quick)
+    const worker = createOutboxWorker({
+      db: t.database.db,
+      clock: systemClock,
+      log: quietLog,
+      options: { batchSize: 2, interruptAfterMs: 400, pollMs: 60_000 },
+    })
+    worker.handle(quick, quickHandler)
+    worker.handle(slow, slowHandler)
+    worker.start()
+    await slowRunning
+
+    const stopping = Date.now()
+    await worker.stop()
+    const tookMs = Date.now() - stopping
+    // The slow try was given its grace, then interrupted; the stop did not wait for it any longer.
+    expect(slowGaveUpAfterMs).toBeGreaterThanOrEqual(400)
+    expect(tookMs).toBeGreaterThanOrEqual(350)
+    expect(tookMs).toBeLessThan(2_000)
+
+    const [quickRow, slowRow, waiting] = await rowsById(ids)
+    // The quick try finished and was recorded as delivered.
+    expect(quickRow).toMatchObject({ attempts: 1, failedAt: null, lastError: null })
+    expect(quickRow?.sentAt).not.toBeNull()
+    // The slow one is back as it was before its claim: due now, not counted as tried, no error.
+    expect(slowRow).toMatchObject({ attempts: 0, sentAt: null, failedAt: null, lastError: null })
+    expect(slowRow?.availableAt.getTime()).toBeLessThanOrEqual(Date.now())
+    expect(slowRow?.availableAt.getTime()).toBeGreaterThanOrEqual(stopping)
+    // The third was never claimed.
+    expect(waiting).toMatchObject({ attempts: 0, sentAt: null, lastError: null })
+    expect(waiting?.availableAt.getTime()).toBeLessThan(stopping)
+    // A stopped worker delivers nothing more, even when asked.
+    expect(await worker.drain()).toEqual({ sent: 0, retried: 0, failed: 0 })
+
+    // The next instance takes both at once, and the slow row's first counted try is its own.
+    const next = createOutboxWorker({ db: t.database.db, clock: systemClock, log: quietLog })
+    next.handle(quick, quickHandler)
+    next.handle(slow, async () => {})
+    expect(await next.drain()).toEqual({ sent: 2, retried: 0, failed: 0 })
+    await next.stop()
+    const after = await rowsById(ids)
+    expect(after.map((row) => [row.attempts, row.sentAt !== null])).toEqual([
+      [1, true],
+      [1, true],
+      [1, true],
+    ])
+  })
+
+  it('waits for a try that ignores the signal, and records its outcome as usual', async () => {
+    const tag = randomBytes(4).toString('hex')
+    const kind = `steady-${tag}`
+    const [id] = await queueDue(kind)
+    let running: () => void = () => {}
+    const started = new Promise<void>((resolve) => {
+      running = resolve
+    })
+    const worker = createOutboxWorker({
+      db: t.database.db,
+      clock: systemClock,
+      log: quietLog,
+      options: { interruptAfterMs: 50, pollMs: 60_000 },
+    })
+    // A mail to an SMTP server, say: it cannot be called back half-way, so it runs to its end.
+    worker.handle(kind, () => {
+      running()
+      return new Promise((resolve) => setTimeout(resolve, 300))
+    })
+    worker.start()
+    await started
+    await worker.stop()
+    const [row] = await rowsById([id ?? 0])
+    expect(row).toMatchObject({ attempts: 1, failedAt: null, lastError: null })
+    expect(row?.sentAt).not.toBeNull()
   })
 })

@@ -91,15 +91,35 @@ async function outboxPlugin(
     },
   )
 
+  // Counted when scraped (one aggregate query), never on the enqueue or delivery paths.
+  app.metrics.gauge({
+    name: 'outbox_rows',
+    help: 'Outbox rows waiting for delivery (pending) or given up on (failed).',
+    labelNames: ['state'],
+    async read(set) {
+      const { pending, failed } = await createOutboxRepository({ db: app.db }).status()
+      set({ state: 'pending' }, pending)
+      set({ state: 'failed' }, failed)
+    },
+  })
+
   app.addHook('onReady', async () => {
     for (const worker of workers) worker.start()
     pruner.start()
   })
-  // preClose runs before every onClose hook, so the mail transport and the database (closed there)
-  // are still open while the delivery under way finishes. Rows queued after this wait for the next start.
+  // From the stop signal on, no new work is claimed; tries under way finish or give way (see
+  // OutboxWorker.stop). Awaited in preClose, which runs before every onClose hook, so the mail
+  // transport and the database (closed there) are still open meanwhile. Rows queued after this
+  // wait for another instance or the next start.
+  let stopping: Promise<unknown> | undefined
+  const stop = () => {
+    stopping ??= Promise.all([...workers.map((worker) => worker.stop()), pruner.stop()])
+    return stopping
+  }
+  app.shutdown.draining.addEventListener('abort', () => void stop(), { once: true })
   app.addHook('preClose', async () => {
-    await Promise.all([...workers.map((worker) => worker.stop()), pruner.stop()])
+    await stop()
   })
 }
 
-export default fp(outboxPlugin, { name: 'outbox', dependencies: ['db', 'clock'] })
+export default fp(outboxPlugin, { name: 'outbox', dependencies: ['db', 'clock', 'metrics', 'shutdown'] })

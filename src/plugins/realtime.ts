@@ -8,6 +8,7 @@ import { WebSocketServer } from 'ws'
 import type { Config } from '../config.ts'
 import { createMemoryBus, createRedisBus } from '../lib/realtime/bus.ts'
 import { createHub, type Hub } from '../lib/realtime/hub.ts'
+import { registerHubMetrics } from '../lib/realtime/hub-metrics.ts'
 import { createMemoryPresence, createRedisPresence } from '../lib/realtime/presence.ts'
 import { errorFrame, PusherError, SOCKET_ID } from '../lib/realtime/protocol.ts'
 
@@ -70,6 +71,7 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
       redis.set(`realtime:seen:${userId}`, String(now), 'EX', LAST_SEEN_DAYS * 86_400).catch(onRedisError)
     },
   })
+  registerHubMetrics(app.metrics, hub)
 
   // Echo's interceptor sends the page's socket id; what this request broadcasts leaves that socket out.
   const requestSocket = new AsyncLocalStorage<string>()
@@ -115,11 +117,13 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
     })
   }
   app.server.on('upgrade', onUpgrade)
-  // Before the server stops listening: no new socket is taken, and the open ones are let go in turns.
+  // From the stop signal on, new sockets are refused and the open ones let go in turns (the clients
+  // reconnect through the balancer to the other instances). The listener's close waits for them.
+  const drain = () =>
+    hub.drain().catch((error: unknown) => app.log.warn({ err: error }, 'realtime: drain failed'))
+  app.shutdown.draining.addEventListener('abort', () => void drain(), { once: true })
   app.addHook('preClose', async () => {
     app.server.off('upgrade', onUpgrade)
-    await hub.drain().catch((error: unknown) => app.log.warn({ err: error }, 'realtime: drain failed'))
-    await new Promise<void>((resolve) => wss.close(() => resolve()))
   })
 
   // The periodic work; a quarter of the shortest deadline it serves.
@@ -132,10 +136,16 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
   }, every)
   timer.unref()
   app.addHook('onClose', async () => {
+    // Every member who left is announced before the bus and presence close.
+    await drain()
+    await new Promise<void>((resolve) => wss.close(() => resolve()))
     clearInterval(timer)
     await presence.close().catch(onRedisError)
     await bus.close()
   })
 }
 
-export default fp(realtimePlugin, { name: 'realtime', dependencies: ['redis', 'clock'] })
+export default fp(realtimePlugin, {
+  name: 'realtime',
+  dependencies: ['redis', 'clock', 'metrics', 'shutdown'],
+})

@@ -6,6 +6,7 @@ import {
   createUpstreamClient,
   type UpstreamClient,
 } from '../lib/upstream/client.ts'
+import { measuredUpstreamClient } from '../lib/upstream/measured-client.ts'
 import type { ThrottleRule } from './guards.ts'
 
 declare module 'fastify' {
@@ -23,15 +24,17 @@ declare module 'fastify' {
 /** Decorates `app.upstream` from config.upstream; without a base URL every call fails with a clear error. */
 async function upstreamPlugin(app: FastifyInstance, options: { config: Config; client?: UpstreamClient }) {
   const { upstream } = options.config
-  const client =
+  const client = measuredUpstreamClient(
     options.client ??
-    (upstream.baseUrl
-      ? createUpstreamClient({
-          baseUrl: upstream.baseUrl,
-          token: upstream.token,
-          timeoutMs: upstream.timeoutMs,
-        })
-      : createUnconfiguredUpstreamClient())
+      (upstream.baseUrl
+        ? createUpstreamClient({
+            baseUrl: upstream.baseUrl,
+            token: upstream.token,
+            timeoutMs: upstream.timeoutMs,
+          })
+        : createUnconfiguredUpstreamClient()),
+    app.metrics,
+  )
   app.decorate('upstream', client)
   app.decorate('upstreamReadThrottle', {
     name: 'upstream-reads',
@@ -42,4 +45,4 @@ async function upstreamPlugin(app: FastifyInstance, options: { config: Config; c
   app.addHook('onClose', async () => client.close())
 }
 
-export default fp(upstreamPlugin, { name: 'upstream' })
+export default fp(upstreamPlugin, { name: 'upstream', dependencies: ['metrics'] })

@@ -9,11 +9,16 @@ import type { TestClient } from './client.ts'
  * with the signed-in client's cookies, as the app's axios authorizer does.
  */
 export function echoFor(t: TestApp, client: TestClient): Echo<'reverb'> {
-  const port = Number(new URL(t.baseUrl).port)
+  return echoAt(t.baseUrl, t.config.realtime.key, client)
+}
+
+/** The same client for any base URL (`http://host:port`: an app, or a load balancer in front of some). */
+export function echoAt(baseUrl: string, key: string, client: TestClient): Echo<'reverb'> {
+  const port = Number(new URL(baseUrl).port)
   return new Echo({
     broadcaster: 'reverb',
-    key: t.config.realtime.key,
-    wsHost: '127.0.0.1',
+    key,
+    wsHost: new URL(baseUrl).hostname,
     wsPort: port,
     wssPort: port,
     forceTLS: false,

@@ -79,6 +79,8 @@ beforeAll(async () => {
       DATA_DIR: tempDir(),
       FRONTEND_URL: SPA_ORIGIN,
       LOG_LEVEL: 'warn',
+      // No grace period at the stop: nothing here balances load.
+      SHUTDOWN_GRACE_MS: '0',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   })

@@ -72,6 +72,8 @@ async function spawnServer(env: Record<string, string>): Promise<ServerProcess> 
       PORT: String(port),
       FRONTEND_URL: SPA_ORIGIN,
       LOG_LEVEL: 'info',
+      // No grace period at a stop: nothing here balances load, and each stop would wait it out.
+      SHUTDOWN_GRACE_MS: '0',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -52,6 +52,11 @@ export interface Cache {
 export interface CacheOptions {
   /** Told about a failing store (the cache then behaves as a miss, so answers still come). */
   onError?: (error: unknown, operation: 'get' | 'set' | 'invalidate') => void
+  /**
+   * Told of each lookup in the store: a hit, or a miss (the value is then loaded). A caller joining
+   * a load under way makes no lookup of its own, so misses count the loads.
+   */
+  onRead?: (hit: boolean) => void
 }
 
 interface Flight {
@@ -66,6 +71,7 @@ export function createCache(driver: CacheDriver, options: CacheOptions = {}): Ca
   const flights = new Map<string, Flight>()
   const report = (error: unknown, operation: 'get' | 'set' | 'invalidate') =>
     options.onError?.(error, operation)
+  const onRead = options.onRead
 
   // A flight started before an invalidation must neither be stored nor joined by later callers.
   const forgetFlights = (tags: string[]) => {
@@ -102,11 +108,14 @@ export function createCache(driver: CacheDriver, options: CacheOptions = {}): Ca
     const cached = await driver.get(key).catch((error) => void report(error, 'get'))
     if (cached !== undefined) {
       try {
-        return { value: codec.decode(typeof cached === 'string' ? cached : cached.toString()), hit: true }
+        const value = codec.decode(typeof cached === 'string' ? cached : cached.toString())
+        onRead?.(true)
+        return { value, hit: true }
       } catch (error) {
         report(error, 'get') // an unreadable entry reads as a miss and is overwritten below
       }
     }
+    onRead?.(false)
     const versions =
       driver.tagVersions && tags.length > 0
         ? await driver.tagVersions(tags).catch((error) => void report(error, 'get'))
@@ -131,7 +140,9 @@ export function createCache(driver: CacheDriver, options: CacheOptions = {}): Ca
     const held = driver.peek?.(key)
     if (held !== undefined) {
       try {
-        return Promise.resolve({ value: codec.decode(held), hit: true })
+        const value = codec.decode(held)
+        onRead?.(true)
+        return Promise.resolve({ value, hit: true })
       } catch (error) {
         report(error, 'get') // unreadable: loaded again below, as a miss
       }

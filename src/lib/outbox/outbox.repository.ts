@@ -50,6 +50,18 @@ export function createOutboxRepository({ db }: { db: Db }) {
       })
     },
 
+    /**
+     * Gives back a row whose try was interrupted by a stop: due at once, and that try not counted.
+     * Only while the lease it was claimed with (`leasedUntil`) still holds it, so a row another
+     * instance has taken since is left alone.
+     */
+    async release(id: number, leasedUntil: Date, now: Date): Promise<void> {
+      await db
+        .update(outbox)
+        .set({ availableAt: now, attempts: sql`${outbox.attempts} - 1` })
+        .where(and(eq(outbox.id, id), eq(outbox.availableAt, leasedUntil), pending))
+    },
+
     /** Records a delivery. */
     async markSent(id: number, now: Date): Promise<void> {
       await db.update(outbox).set({ sentAt: now }).where(eq(outbox.id, id))

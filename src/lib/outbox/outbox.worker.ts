@@ -7,6 +7,12 @@ import { createOutboxRepository } from './outbox.repository.ts'
 export interface OutboxAttempt {
   number: number
   last: boolean
+  /**
+   * Aborts when this instance stops while the try is still under way: a handler that takes long
+   * (a model call) gives up then, and its row goes back untouched, this try not counted, for the
+   * next instance to run.
+   */
+  signal: AbortSignal
 }
 
 /** Delivers one row's payload; a rejection is a failed try, retried later. */
@@ -30,6 +36,8 @@ export interface OutboxWorkerOptions {
   backoffMaxMs?: number
   /** Real time between passes when nothing wakes the worker. */
   pollMs?: number
+  /** At a stop, how long a try under way may still take before its `signal` aborts. */
+  interruptAfterMs?: number
 }
 
 /** What one pass of this instance did. */
@@ -46,6 +54,7 @@ const DEFAULTS = {
   backoffBaseMs: 5_000,
   backoffMaxMs: 10 * 60_000,
   pollMs: 5_000,
+  interruptAfterMs: 1_000,
 } satisfies Required<OutboxWorkerOptions>
 
 /**
@@ -79,6 +88,7 @@ export function createOutboxWorker(deps: {
 
   let started = false
   let stopped = false
+  const interrupt = new AbortController()
   let pollTimer: NodeJS.Timeout | undefined
   const wakeTimers = new Set<NodeJS.Timeout>()
   // Passes are chained so one runs at a time; `queued` is a pass asked for but not yet started,
@@ -91,14 +101,27 @@ export function createOutboxWorker(deps: {
     kind: string
     payload: Record<string, unknown>
     attempts: number
+    availableAt: Date
   }) {
     const handler = handlers.get(row.kind)
     try {
       if (!handler) throw new Error(`no handler for outbox kind "${row.kind}"`)
-      await handler(row.payload, { number: row.attempts, last: row.attempts >= options.maxAttempts })
+      await handler(row.payload, {
+        number: row.attempts,
+        last: row.attempts >= options.maxAttempts,
+        signal: interrupt.signal,
+      })
     } catch (error) {
       const failure = describeFailure(error)
       const now = clock.now()
+      if (interrupt.signal.aborted) {
+        await repo.release(row.id, row.availableAt, now)
+        log.warn(
+          { outboxId: row.id, kind: row.kind, failure },
+          'outbox try interrupted by the stop, row given back',
+        )
+        return 'released' as const
+      }
       if (row.attempts >= options.maxAttempts) {
         await repo.markFailedAttempt(row.id, failure, now, null)
         log.error(
@@ -134,9 +157,10 @@ export function createOutboxWorker(deps: {
         )
         const outcomes = await Promise.allSettled(rows.map(deliver))
         for (const outcome of outcomes) {
-          if (outcome.status === 'fulfilled') stats[outcome.value]++
           // Marking the outcome failed (the database went away): the lease brings the row back.
-          else log.error({ err: outcome.reason }, 'outbox bookkeeping failed')
+          if (outcome.status === 'rejected') log.error({ err: outcome.reason }, 'outbox bookkeeping failed')
+          // A row given back at a stop was neither delivered nor tried, as far as counts go.
+          else if (outcome.value !== 'released') stats[outcome.value]++
         }
         if (rows.length < options.batchSize) break
       }
@@ -200,13 +224,18 @@ export function createOutboxWorker(deps: {
       void drain()
     },
 
-    /** Stops polling and waking, and waits for the pass under way (its deliveries finish). */
+    /**
+     * Stops claiming, polling and waking, and waits for the pass under way: its tries may finish
+     * within `interruptAfterMs`; then their signal aborts, and the rows of those that give up go back.
+     */
     async stop() {
       stopped = true
       clearTimeout(pollTimer)
       for (const timer of wakeTimers) clearTimeout(timer)
       wakeTimers.clear()
+      const interrupting = setTimeout(() => interrupt.abort(), options.interruptAfterMs)
       await chain.catch(() => {})
+      clearTimeout(interrupting)
     },
   }
 }

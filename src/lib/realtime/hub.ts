@@ -62,6 +62,7 @@ export function createHub(options: HubOptions) {
   // The members this instance's subscribers were told of, per presence channel.
   const announced = new Map<string, Set<string>>()
   let draining = false
+  let drained: Promise<void> | undefined
 
   const send = (conn: Connection, frame: string) => {
     if (conn.ws.readyState === conn.ws.OPEN) conn.ws.send(frame)
@@ -231,6 +232,31 @@ export function createHub(options: HubOptions) {
     }
   }
 
+  async function closeAll() {
+    draining = true
+    const all = [...sockets.values()]
+    const handled = Promise.all(all.map((conn) => conn.closed))
+    const spreadMs = options.drainSeconds * 1000
+    await Promise.all(
+      all.map(
+        (conn, i) =>
+          new Promise<void>((resolve) => {
+            setTimeout(
+              () => {
+                conn.ws.close(RECONNECT_LATER.code, RECONNECT_LATER.message)
+                resolve()
+              },
+              all.length > 1 ? (spreadMs * i) / (all.length - 1) : 0,
+            )
+          }),
+      ),
+    )
+    // A client that never answers the close frame: ws ends it after its own 30 s, which the
+    // listener's close would wait for; it is cut after 3 s instead.
+    await Promise.race([handled, new Promise((resolve) => setTimeout(resolve, 3000).unref())])
+    for (const conn of all) if (conn.ws.readyState !== conn.ws.CLOSED) conn.ws.terminate()
+  }
+
   /** Pings a socket silent for the activity timeout, and closes one still silent a timeout later. */
   function sweepIdle(now: number) {
     const timeout = options.activityTimeoutSeconds * 1000
@@ -312,6 +338,9 @@ export function createHub(options: HubOptions) {
 
     connectionCount: () => sockets.size,
 
+    /** How many channels have a socket of this instance subscribed. */
+    channelCount: () => subscribers.size,
+
     /** The periodic work: idle sockets, presence records kept alive, crashed instances' members dropped. */
     async tick(now = Date.now()) {
       sweepIdle(now)
@@ -322,29 +351,12 @@ export function createHub(options: HubOptions) {
     /**
      * Refuses new sockets and closes every open one with a reconnect-later code, spread over the
      * drain time, so their clients come back to the other instances a few at a time; resolves once
-     * every close is handled (the others told of members who left), or a few seconds later.
+     * every close is handled (the others told of members who left), or a few seconds later with
+     * the sockets still open cut. Once: a second call answers the first one's promise.
      */
-    async drain() {
-      draining = true
-      const all = [...sockets.values()]
-      const handled = Promise.all(all.map((conn) => conn.closed))
-      const spreadMs = options.drainSeconds * 1000
-      await Promise.all(
-        all.map(
-          (conn, i) =>
-            new Promise<void>((resolve) => {
-              setTimeout(
-                () => {
-                  conn.ws.close(RECONNECT_LATER.code, RECONNECT_LATER.message)
-                  resolve()
-                },
-                all.length > 1 ? (spreadMs * i) / (all.length - 1) : 0,
-              )
-            }),
-        ),
-      )
-      // A client that never answers the close frame: ws ends it after its own 30 s; do not wait that long.
-      await Promise.race([handled, new Promise((resolve) => setTimeout(resolve, 3000).unref())])
+    drain(): Promise<void> {
+      drained ??= closeAll()
+      return drained
     },
   }
 }

@@ -12,6 +12,7 @@ import { AGENTS, AgentBody, AgentStream, AnalysisEntry, AnalysisQuery } from './
 import { createAnalysisJob } from './analysis/analysis.job.ts'
 import { createAnalysisService } from './analysis/analysis.service.ts'
 import { ANALYSIS_JOB } from './analysis/analysis-requests.ts'
+import { countAiCalls } from './calls/ai-call-metrics.ts'
 import { createAiCallRecorder } from './calls/ai-call-recorder.ts'
 import { configuredModel } from './model.ts'
 import { accountTools } from './tools/account-tools.ts'
@@ -38,6 +39,7 @@ export default async function aiRoutes(fastify: FastifyInstance, { config }: { c
 
   const model = configuredModel(config)
   const calls = createAiCallRecorder({ db: app.db, clock: app.clock, events: app.events })
+  countAiCalls(app.metrics, app.events)
   const analysis = createAnalysisService({ db: app.db, appUrl: config.appUrl })
   const proxy = createProxyService({
     upstream: app.upstream,
@@ -64,6 +66,7 @@ export default async function aiRoutes(fastify: FastifyInstance, { config }: { c
     calls,
     edition: config.edition,
     timeoutMs: config.ai.timeoutMs,
+    stopping: app.shutdown.closing,
     log,
   })
 

@@ -14,6 +14,7 @@ export const MAX_STEPS = 5
 
 export const FAILED_TEXT = 'The assistant could not answer just now. Please try again.'
 export const TIMED_OUT_TEXT = 'The assistant took too long to answer. Please try again.'
+export const INTERRUPTED_TEXT = 'The assistant was interrupted: the server is restarting. Please try again.'
 
 /** Where an answer goes: chunks in order, and the client's going away. */
 export interface AnswerSink {
@@ -76,6 +77,8 @@ export function createAgentsService(deps: {
   calls: AiCallRecorder
   edition: 'standard' | 'pro'
   timeoutMs: number
+  /** Aborts when the server stops serving streams (app.shutdown.closing): answers under way end then. */
+  stopping: AbortSignal
   log: AgentLogger
 }) {
   const { model, toolbox, calls, log } = deps
@@ -112,7 +115,7 @@ export function createAgentsService(deps: {
           messages: question.messages,
           tools,
           stopWhen: stepCountIs(MAX_STEPS),
-          abortSignal: AbortSignal.any([sink.signal, timeout]),
+          abortSignal: AbortSignal.any([sink.signal, timeout, deps.stopping]),
           // A failed call is the user's to retry; retrying here would only make them wait longer.
           maxRetries: 0,
           // Failures are recorded and logged below, masked; the SDK would print them whole.
@@ -134,6 +137,14 @@ export function createAgentsService(deps: {
 
       if (sink.signal.aborted) {
         await call.end({ status: 'aborted', reason: 'The client went away.' })
+        return
+      }
+      // A stop ends the answer as cleanly as a failure does (the client sees an error, then the
+      // end), but it is recorded as cut short, not as a model failure.
+      if (deps.stopping.aborted && !finished) {
+        await sink.write({ type: 'error', errorText: INTERRUPTED_TEXT })
+        await sink.write({ type: 'finish' })
+        await call.end({ status: 'aborted', reason: INTERRUPTED_TEXT })
         return
       }
       if (failure !== undefined || !finished) {

@@ -10,7 +10,7 @@ import type { FileStorage } from '../../../lib/storage/storage.ts'
 import type { AppEvents } from '../../../plugins/events.ts'
 import { emitAll, messagePosted } from '../../chat/chat.events.ts'
 import { appendMessage, lockGroupForPost } from '../../chat/messages/append-message.ts'
-import type { AiCallRecorder } from '../calls/ai-call-recorder.ts'
+import { type AiCallRecorder, INTERRUPTED_REASON } from '../calls/ai-call-recorder.ts'
 import type { ConfiguredModel } from '../model.ts'
 import { createAnalysisRepository } from './analysis.repository.ts'
 
@@ -116,7 +116,7 @@ export function createAnalysisJob(deps: AnalysisJobDeps) {
         messages: [
           { role: 'user', content: await questionContent(deps.storage, question.body, question.files) },
         ],
-        abortSignal: AbortSignal.timeout(deps.timeoutMs),
+        abortSignal: AbortSignal.any([AbortSignal.timeout(deps.timeoutMs), attempt.signal]),
         // The outbox retries, with backoff.
         maxRetries: 0,
       })
@@ -125,6 +125,12 @@ export function createAnalysisJob(deps: AnalysisJobDeps) {
       usage = result.totalUsage
       if (!text) throw new Error('the model answered no text')
     } catch (error) {
+      // The instance is stopping: the outbox gives the job back, this try not counted, to the next
+      // instance. Nothing is settled, even on the last try, and the group hears nothing.
+      if (attempt.signal.aborted) {
+        await call.end({ status: 'aborted', reason: INTERRUPTED_REASON, willRetry: true })
+        throw error
+      }
       deps.log.warn(
         { analysisId: analysis.id, attempt: attempt.number, failure: describeFailure(error) },
         'chat analysis try failed',

@@ -12,6 +12,7 @@ import { freePort } from '../../../../test/helpers/ports.ts'
 import { openTestDatabase, sharedDatabase } from '../../../../test/helpers/test-database.ts'
 import type { Database, Db } from '../../../db/client.ts'
 import { aiCalls, chatAnalyses, outbox } from '../../../db/schema/index.ts'
+import { INTERRUPTED_REASON } from '../calls/ai-call-recorder.ts'
 import { ANALYSIS_FAILED_TEXT } from './analysis.job.ts'
 import { ANALYSIS_JOB } from './analysis-requests.ts'
 
@@ -706,6 +707,56 @@ describe('analysis jobs across instances', () => {
     expect(model.requests).toHaveLength(1)
     expect(ofKind(await messagesOf(ownerAtB, group.id), 'assistant')).toHaveLength(1)
     recorder.stop()
+    await b.close()
+  })
+
+  it('cuts the model call of a try under way when its instance stops, and leaves the job to the next one, uncounted', async () => {
+    // One try only, and a model call allowed a minute: only an interrupted try lets the stop be quick,
+    // and only an uncounted one leaves the job a try.
+    const env = aiEnv(model.url, { AI_JOB_ATTEMPTS: '1', AI_TIMEOUT_MS: '60000' })
+    const a = await instance(env)
+    const { user: owner, password } = await createUser(database.db, { name: 'Olivia' })
+    const ownerAtA = await signInAt(a.baseUrl, owner.email, password)
+    const group = await createGroup(ownerAtA)
+    const atA = recordEvents(a.app, ['AiCallFailed', 'AiCallCompleted', 'SocketMessage'])
+    model.reply({ hang: true })
+    const question = await ask(ownerAtA, group.id, 'Still there after the stop?')
+    await model.waitForRequests(1)
+
+    const stopping = Date.now()
+    await a.close()
+    // Not held for the model call: its grace (a second), then the call is cut.
+    expect(Date.now() - stopping).toBeLessThan(5_000)
+    await eventually(() => model.requests[0]?.aborted === true)
+    const analysis = await analysisOf(database.db, question.id)
+    const id = analysis?.id ?? 0
+    // Pending, with no failure posted though it was the last try, and due again at once, untried.
+    expect(analysis?.status).toBe('pending')
+    const job = await jobOf(database.db, id)
+    expect(job).toMatchObject({ attempts: 0, sentAt: null, failedAt: null, lastError: null })
+    expect(job.availableAt.getTime()).toBeLessThanOrEqual(a.clock.nowMs())
+    expect(await callsOf(database.db, id)).toMatchObject([
+      { status: 'aborted', error: INTERRUPTED_REASON, finishedAt: expect.any(Date) },
+    ])
+    expect(atA.of('AiCallFailed')).toMatchObject([
+      { status: 'aborted', reason: INTERRUPTED_REASON, willRetry: true },
+    ])
+    expect(atA.of('AiCallCompleted')).toEqual([])
+    expect(atA.of('SocketMessage').map((event) => event.messageId)).toEqual([question.id])
+    atA.stop()
+
+    // The next instance takes the job up at its start and answers it, with the one try it has.
+    model.reply({ text: 'Answered by the next instance.' })
+    const b = await instance(env)
+    await b.app.outbox.drain()
+    expect(model.requests).toHaveLength(2)
+    const ownerAtB = await signInAt(b.baseUrl, owner.email, password)
+    const messages = await messagesOf(ownerAtB, group.id)
+    expect(ofKind(messages, 'assistant').map((m) => m.body)).toEqual(['Answered by the next instance.'])
+    expect(ofKind(messages, 'system').map((m) => m.body)).not.toContain(ANALYSIS_FAILED_TEXT)
+    expect(await analysisOf(database.db, question.id)).toMatchObject({ status: 'completed' })
+    expect((await callsOf(database.db, id)).map((c) => c.status)).toEqual(['aborted', 'completed'])
+    expect(await jobOf(database.db, id)).toMatchObject({ attempts: 1, failedAt: null })
     await b.close()
   })
 

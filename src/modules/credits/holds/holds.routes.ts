@@ -6,6 +6,7 @@ import { signedInUser } from '../../../plugins/guards.ts'
 import { notifyOrderStatus } from '../../realtime/broadcasts.ts'
 import { PageQuery } from '../credits.schemas.ts'
 import { createLedgerService } from '../ledger.service.ts'
+import { holdTransitionCounter } from './holds.metrics.ts'
 import { presentHold } from './holds.presenters.ts'
 import {
   CapturedResponse,
@@ -28,6 +29,7 @@ export default async function creditHoldsRoutes(fastify: FastifyInstance, { conf
     ledger,
     holdDefault: config.credits.holdDefault,
     onChange: (userId, hold) => notifyOrderStatus(app, userId, hold),
+    onTransition: holdTransitionCounter(app.metrics),
   })
   const tags = ['credit holds']
   const guard = { auth: 'session' as const }

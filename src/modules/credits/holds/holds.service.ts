@@ -6,6 +6,7 @@ import { HttpError, ValidationError } from '../../../lib/errors.ts'
 import { type LengthAwarePage, paginate } from '../../../lib/laravel.ts'
 import { DEFAULT_PER_PAGE, type PageQuery } from '../credits.schemas.ts'
 import { insufficientCredits, type LedgerService } from '../ledger.service.ts'
+import type { HoldTransition } from './holds.metrics.ts'
 import { presentHold } from './holds.presenters.ts'
 import { createHoldsRepository, type HoldsRepository, type SettledStatus } from './holds.repository.ts'
 import type { CreateHoldBody, HoldResponse, TransferHoldBody } from './holds.schemas.ts'
@@ -18,6 +19,8 @@ export interface HoldsDeps {
   holdDefault: string
   /** Told of every hold that changed (created, captured, released, transferred), once it is committed. */
   onChange?: (userId: number, hold: CreditHoldRow) => void
+  /** Told of the same changes by name, and of each refusal (the metrics). */
+  onTransition?: (transition: HoldTransition) => void
 }
 
 const tooPrecise = () =>
@@ -38,7 +41,7 @@ const targetTaken = () => new HttpError(409, 'Another hold already uses the targ
  * trip); only when a racing request changed the order in between (see holdStatements) does one run
  * again inside a transaction that took the lock first.
  */
-export function createHoldsService({ db, clock, ledger, holdDefault, onChange }: HoldsDeps) {
+export function createHoldsService({ db, clock, ledger, holdDefault, onChange, onTransition }: HoldsDeps) {
   const repo = createHoldsRepository({ db })
 
   /**
@@ -63,6 +66,7 @@ export function createHoldsService({ db, clock, ledger, holdDefault, onChange }:
     if (outcome.kind === 'raced') throw holdMovedUnderLock()
     if (outcome.kind === 'unchanged') return outcome.status
     onChange?.(userId, outcome.hold)
+    onTransition?.(status)
     return status
   }
 
@@ -84,10 +88,12 @@ export function createHoldsService({ db, clock, ledger, holdDefault, onChange }:
       switch (outcome.kind) {
         case 'created':
           onChange?.(userId, outcome.hold)
+          onTransition?.('created')
           return { hold: outcome.hold, created: true }
         case 'existing':
           return { hold: outcome.hold, created: false }
         case 'refused': {
+          onTransition?.('refused')
           const { balance = '0', held = '0' } = outcome.account ?? {}
           throw insufficientCredits(
             'credits_amount',
@@ -135,7 +141,10 @@ export function createHoldsService({ db, clock, ledger, holdDefault, onChange }:
         // The same transfer again (a retry): the hold is already on `to`, having come from `from`.
         return target?.transferredFrom === from
       })
-      if (moved) onChange?.(userId, moved)
+      if (moved) {
+        onChange?.(userId, moved)
+        onTransition?.('transferred')
+      }
       return transferred
     },
 

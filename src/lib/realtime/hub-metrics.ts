@@ -1,0 +1,16 @@
+import type { Metrics } from '../metrics/metrics.ts'
+import type { Hub } from './hub.ts'
+
+/** This instance's open sockets and occupied channels, read from the hub when scraped. */
+export function registerHubMetrics(metrics: Metrics, hub: Hub): void {
+  metrics.gauge({
+    name: 'realtime_open_sockets',
+    help: 'WebSocket connections open on this instance.',
+    read: (set) => set({}, hub.connectionCount()),
+  })
+  metrics.gauge({
+    name: 'realtime_occupied_channels',
+    help: 'Channels with at least one socket of this instance subscribed.',
+    read: (set) => set({}, hub.channelCount()),
+  })
+}
