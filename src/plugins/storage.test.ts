@@ -6,8 +6,9 @@ import { buildTestApp, type TestApp } from '../../test/helpers/build-test-app.ts
 import { createGroup, joinGroup } from '../../test/helpers/chat.ts'
 import type { TestClient } from '../../test/helpers/client.ts'
 import { signedInClient } from '../../test/helpers/factories.ts'
+import { freePort } from '../../test/helpers/ports.ts'
 import { startS3Server, type TestS3Server } from '../../test/helpers/s3-server.ts'
-import { chatMessageAttachments } from '../db/schema/index.ts'
+import { chatMessageAttachments, chatMessages } from '../db/schema/index.ts'
 
 // The same uploads and reads as the profile-photo and chat tests, with STORAGE_DRIVER=s3.
 const APP_URL = 'https://api.trading.test'
@@ -154,6 +155,32 @@ describe('chat attachments on S3 storage', () => {
     const left = await objectsIn('chat-attachments')
     expect(keys.filter((key) => left.includes(key))).toEqual([])
     expect((await download(image.url, owner.client)).status).toBe(404)
+  })
+
+  it('answers a storage outage as a server error, not as a broken body, and posts nothing', async () => {
+    // The same configuration, but the bucket's server is gone.
+    const down = await buildTestApp({
+      env: { APP_URL, ...s3.env(PREFIX), S3_ENDPOINT: `http://127.0.0.1:${await freePort()}` },
+    })
+    try {
+      const { client } = await signedInClient(down)
+      const group = await createGroup(client)
+      const res = await postForm(
+        client,
+        '/api/message',
+        { 'attachments[]': [['chart.png', PNG]] },
+        { group_id: group.id, body: 'Chart' },
+      )
+      expect(res.status).toBe(500)
+      expect(res.data).toEqual({ message: 'Server Error' })
+      const posted = await down.database.db
+        .select({ body: chatMessages.body })
+        .from(chatMessages)
+        .where(eq(chatMessages.groupId, group.id))
+      expect(posted.map((row) => row.body)).not.toContain('Chart')
+    } finally {
+      await down.close()
+    }
   })
 
   it('keeps no object of a refused upload', async () => {

@@ -44,6 +44,16 @@ export function cleanFileName(name: string | undefined): string {
  * Streams one uploaded file into storage under a new random name, keeping its first bytes to judge
  * its type; never holds the file whole.
  */
+/**
+ * Storage itself failed (the disk, the bucket), not the upload: a server error, logged, never
+ * answered as a broken multipart body.
+ */
+export class AttachmentStorageFailed extends Error {
+  constructor(cause: unknown) {
+    super('storing a chat attachment failed', { cause })
+  }
+}
+
 export async function storeUpload(
   storage: FileStorage,
   file: Readable & { truncated?: boolean },
@@ -58,10 +68,20 @@ export async function storeUpload(
     },
   })
   // A failing upload (a broken connection) fails the store too, which then removes the partial file.
-  const size = await storage.put(
-    path,
-    pipeline(file, peek, () => {}),
-  )
+  let uploadFailed = false
+  file.once('error', () => {
+    uploadFailed = true
+  })
+  let size: number
+  try {
+    size = await storage.put(
+      path,
+      pipeline(file, peek, () => {}),
+    )
+  } catch (error) {
+    if (uploadFailed) throw error
+    throw new AttachmentStorageFailed(error)
+  }
   return {
     path,
     name: cleanFileName(name),

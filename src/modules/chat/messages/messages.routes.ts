@@ -9,7 +9,7 @@ import { compileValidator } from '../../../lib/validation.ts'
 import { cleanFields } from '../../../plugins/body.ts'
 import { signedInUser, type ThrottleRule } from '../../../plugins/guards.ts'
 import { MessageResponse } from '../chat.schemas.ts'
-import { isDownloadOnly, type StoredUpload, storeUpload } from './attachments.ts'
+import { AttachmentStorageFailed, isDownloadOnly, type StoredUpload, storeUpload } from './attachments.ts'
 import {
   AttachmentFile,
   AttachmentParams,
@@ -63,7 +63,7 @@ async function readMessage(request: FastifyRequest, storage: FileStorage): Promi
           } else uploads.push(await storeUpload(storage, part.file, part.filename))
         }
       } catch (error) {
-        throw multipartFailure(error)
+        throw error instanceof AttachmentStorageFailed ? error : multipartFailure(error)
       }
     }
     fields = cleanFields(fields)
