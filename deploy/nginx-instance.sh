@@ -9,7 +9,8 @@
 #   deploy/nginx-instance.sh up 10.0.0.11:8000      # once http://10.0.0.11:8000/up answers 200
 #
 # NGINX_SITE: the rendered recipe (default /etc/nginx/conf.d/trading-api.conf).
-# NGINX: how to call nginx (default `nginx`; the system test adds its -p/-c arguments).
+# NGINX_CMD: how to call nginx (default `nginx`; the system test adds its -p/-c arguments). Not
+# NGINX: nginx itself reads that variable (sockets handed over in a binary upgrade).
 set -euo pipefail
 
 usage() { echo "usage: $0 down|up <host:port>" >&2; exit 2; }
@@ -17,7 +18,7 @@ usage() { echo "usage: $0 down|up <host:port>" >&2; exit 2; }
 state="$1"
 address="$2"
 site="${NGINX_SITE:-/etc/nginx/conf.d/trading-api.conf}"
-read -r -a nginx <<<"${NGINX:-nginx}"
+read -r -a nginx <<<"${NGINX_CMD:-nginx}"
 
 # The instance's `server` line in the upstream block: its ` down` taken off, then put on for `down`.
 line="^[[:space:]]*server[[:space:]]+${address//./\\.}[[:space:];]"

@@ -1,59 +1,116 @@
 import { type ChildProcess, spawn } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { SPA_ORIGIN } from './build-test-app.ts'
+import { projectRoot } from './cli.ts'
 import { freePort } from './ports.ts'
 
-const root = fileURLToPath(new URL('../..', import.meta.url))
-const nodeBin = join(root, 'node_modules/.bin/node')
-const serverEntry = join(root, 'src/server.ts')
+// The service as `npm start` runs it: a real Node 24 process, real sockets, real signals.
+const nodeBin = join(projectRoot, 'node_modules/.bin/node')
+const serverEntry = join(projectRoot, 'src/server.ts')
 
 // PGlite's first start in a new folder runs initdb: seconds, more on a busy machine.
-const START_DEADLINE_MS = 90_000
+const UP_DEADLINE_MS = 90_000
+
+export interface Exit {
+  code: number | null
+  signal: NodeJS.Signals | null
+}
+
+export interface ServerProcessOptions {
+  /** Laid over the test defaults (see `testDefaults`), or the whole environment with `bareEnv`. */
+  env?: Record<string, string>
+  /** Only `env` and PORT: a deployment's environment names everything itself, and a gap must show. */
+  bareEnv?: boolean
+  /** The working directory; by default a fresh empty folder, so no .env of the project's is read. */
+  cwd?: string
+  /** A fixed port; by default a free one. */
+  port?: number
+  /** Names the process in the message of a failed start. */
+  name?: string
+  /** How long `waitUntilUp` waits for GET /up to answer 200. */
+  upWithinMs?: number
+}
 
 export interface ServerProcess {
-  child: ChildProcess
-  port: number
-  baseUrl: string
+  readonly child: ChildProcess
+  readonly port: number
+  readonly baseUrl: string
   stdout(): string
-  /** The JSON log lines written so far (LOG_LEVEL=info or lower). */
+  stderr(): string
+  /** stdout and stderr together, in the order they came. */
+  output(): string
+  /** The JSON log lines so far. Every non-blank stdout line must be one: the logger writes nothing else. */
   logLines(): Array<Record<string, unknown>>
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+  readonly exited: Promise<Exit>
+  running(): boolean
+  /** Resolves once GET /up answers 200; kills the process and throws if that never comes. */
+  waitUntilUp(): Promise<void>
+  /** Sends `signal` if it still runs, and resolves with the exit that follows. */
+  stop(signal?: NodeJS.Signals): Promise<Exit>
   /** SIGKILL if it still runs: a failed test must leave no process behind. */
   kill(): Promise<void>
 }
 
+const spawned = new Set<ServerProcess>()
+const tempDirs: string[] = []
+
+/** A fresh empty folder, removed by `removeTempDirs()`. */
+export function makeTempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'trading-api-server-'))
+  tempDirs.push(dir)
+  return dir
+}
+
+export function removeTempDirs() {
+  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true })
+}
+
+/** Kills every server this file spawned that still runs (vitest gives each file its own copy of this module). */
+export async function killServerProcesses() {
+  for (const server of spawned) await server.kill()
+  spawned.clear()
+}
+
+function testDefaults(port: number): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? tmpdir(),
+    NODE_ENV: 'test',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    FRONTEND_URL: SPA_ORIGIN,
+    LOG_LEVEL: 'info',
+    // No grace period at a stop: nothing here balances load, and each stop would wait it out.
+    SHUTDOWN_GRACE_MS: '0',
+  }
+}
+
 /**
- * `node src/server.ts` as `npm start` runs it, with only `env` (no DATABASE_URL or .env of the
- * runner's: its working directory is `cwd`, an empty folder), on a free loopback port; resolves
- * once GET /up answers 200.
+ * Spawns `node src/server.ts` with only the environment the options give (no DATABASE_URL, APP_KEY
+ * or .env leaking in from the test runner), without waiting for it to listen.
  */
-export async function startServerProcess(env: Record<string, string>, cwd: string): Promise<ServerProcess> {
-  const port = await freePort()
+export async function spawnServerProcess(options: ServerProcessOptions = {}): Promise<ServerProcess> {
+  const port = options.port ?? (await freePort())
+  const env = options.env ?? {}
   const child = spawn(nodeBin, [serverEntry], {
-    cwd,
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? tmpdir(),
-      NODE_ENV: 'test',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      FRONTEND_URL: SPA_ORIGIN,
-      LOG_LEVEL: 'info',
-      ...env,
-    },
+    cwd: options.cwd ?? makeTempDir(),
+    env: options.bareEnv ? { ...env, PORT: String(port) } : { ...testDefaults(port), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let stdout = ''
   let stderr = ''
+  let output = ''
   child.stdout?.on('data', (chunk: Buffer) => {
     stdout += chunk.toString()
+    output += chunk.toString()
   })
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr += chunk.toString()
+    output += chunk.toString()
   })
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+  const exited = new Promise<Exit>((resolve) => {
     child.once('exit', (code, signal) => resolve({ code, signal }))
   })
   const running = () => child.exitCode === null && child.signalCode === null
@@ -62,23 +119,44 @@ export async function startServerProcess(env: Record<string, string>, cwd: strin
     port,
     baseUrl: `http://127.0.0.1:${port}`,
     stdout: () => stdout,
+    stderr: () => stderr,
+    output: () => output,
     logLines: () =>
       stdout
         .split('\n')
-        .filter((line) => line.startsWith('{'))
+        .filter((line) => line.trim() !== '')
         .map((line) => JSON.parse(line) as Record<string, unknown>),
     exited,
+    running,
+    async waitUntilUp() {
+      const deadline = Date.now() + (options.upWithinMs ?? UP_DEADLINE_MS)
+      while (Date.now() < deadline && running()) {
+        const up = await fetch(`${server.baseUrl}/up`).catch(() => null)
+        if (up?.status === 200) return
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      const why = running() ? 'timed out' : `exited with ${child.exitCode ?? child.signalCode}`
+      await server.kill()
+      throw new Error(
+        `${options.name ?? 'server'} did not answer /up (${why})\nstdout:\n${stdout}\nstderr:\n${stderr}`,
+      )
+    },
+    async stop(signal = 'SIGTERM') {
+      if (running()) child.kill(signal)
+      return exited
+    },
     async kill() {
       if (running()) child.kill('SIGKILL')
       await exited
     },
   }
-  const deadline = Date.now() + START_DEADLINE_MS
-  while (Date.now() < deadline && running()) {
-    const up = await fetch(`${server.baseUrl}/up`).catch(() => null)
-    if (up?.status === 200) return server
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  await server.kill()
-  throw new Error(`server did not answer /up\nstdout:\n${stdout}\nstderr:\n${stderr}`)
+  spawned.add(server)
+  return server
+}
+
+/** Spawns the server and resolves once GET /up answers 200. */
+export async function startServerProcess(options: ServerProcessOptions = {}): Promise<ServerProcess> {
+  const server = await spawnServerProcess(options)
+  await server.waitUntilUp()
+  return server
 }

@@ -1,9 +1,6 @@
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
 import http from 'node:http'
 import net from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { isDeepStrictEqual } from 'node:util'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { INTERRUPTED_TEXT } from '../../src/modules/ai/agents/agents.service.ts'
@@ -13,7 +10,12 @@ import { TestClient } from '../helpers/client.ts'
 import { uniqueEmail } from '../helpers/factories.ts'
 import { FakeModel } from '../helpers/fake-model.ts'
 import { PusherSocket } from '../helpers/pusher-socket.ts'
-import { type ServerProcess, startServerProcess } from '../helpers/server-process.ts'
+import {
+  killServerProcesses,
+  makeTempDir,
+  removeTempDirs,
+  startServerProcess,
+} from '../helpers/server-process.ts'
 
 // A stop under load, as a rolling restart behind nginx sees it: the real process, real sockets,
 // SIGTERM. The instance must answer /up 503 at once, keep serving (each answer closing its
@@ -27,21 +29,14 @@ const APP_KEY = `key-${randomBytes(6).toString('hex')}`
 const LOAD_CLIENTS = 4
 
 const model = new FakeModel()
-const servers: ServerProcess[] = []
-const dirs: string[] = []
-const tempDir = () => {
-  const dir = mkdtempSync(join(tmpdir(), 'trading-api-drain-'))
-  dirs.push(dir)
-  return dir
-}
 // One data folder for the file: the second start skips initdb and the migrations.
 let dataDir: string | undefined
 
-async function start(env: Record<string, string>): Promise<ServerProcess> {
-  dataDir ??= tempDir()
+async function start(env: Record<string, string>) {
+  dataDir ??= makeTempDir()
   if (!model.url) await model.start()
-  const server = await startServerProcess(
-    {
+  return startServerProcess({
+    env: {
       DATA_DIR: dataDir,
       APP_KEY: TEST_APP_KEY,
       REVERB_APP_ID: 'drain-app',
@@ -53,18 +48,14 @@ async function start(env: Record<string, string>): Promise<ServerProcess> {
       AI_MODEL: 'fake-drain-model',
       ...env,
     },
-    tempDir(),
-  )
-  servers.push(server)
-  return server
+  })
 }
 
-afterEach(async () => {
-  for (const server of servers.splice(0)) await server.kill()
-})
+afterEach(() => killServerProcesses())
 afterAll(async () => {
   await model.stop()
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true })
+  // After the last test only: the data folder is shared by the file's tests.
+  removeTempDirs()
 })
 
 /** What became of one request of the load. */

@@ -1,20 +1,21 @@
-import { type ChildProcess, spawn } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readdirSync, readFileSync } from 'node:fs'
 import { basename, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parse as parseYaml } from 'yaml'
-import { SPA_ORIGIN, TEST_APP_KEY } from '../helpers/build-test-app.ts'
+import { TEST_APP_KEY } from '../helpers/build-test-app.ts'
+import { projectRoot } from '../helpers/cli.ts'
 import { TestClient } from '../helpers/client.ts'
-import { freePort } from '../helpers/ports.ts'
+import {
+  killServerProcesses,
+  makeTempDir,
+  removeTempDirs,
+  type ServerProcess,
+  startServerProcess,
+} from '../helpers/server-process.ts'
 
 // `npm start` with nothing configured for AI: the real process answers the support agent with its
 // built-in offline model (knowledge base search, then the article, then a quote of it).
-const root = fileURLToPath(new URL('../..', import.meta.url))
-const nodeBin = join(root, 'node_modules/.bin/node')
-const serverEntry = join(root, 'src/server.ts')
-const articlesDir = join(root, 'content/knowledge-base')
+const articlesDir = join(projectRoot, 'content/knowledge-base')
 
 // PGlite's first start in a new folder runs initdb: seconds, more on a busy machine.
 const START_DEADLINE_MS = 90_000
@@ -49,76 +50,23 @@ function sseData(text: string): Array<Chunk | '[DONE]'> {
     .map((data) => (data === '[DONE]' ? data : (JSON.parse(data) as Chunk)))
 }
 
-let child: ChildProcess | undefined
-let exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> | undefined
-let output = ''
+let server: ServerProcess | undefined
 let baseUrl = ''
-const tempDirs: string[] = []
-
-const tempDir = () => {
-  const dir = mkdtempSync(join(tmpdir(), 'trading-api-offline-ai-'))
-  tempDirs.push(dir)
-  return dir
-}
-const running = () => child !== undefined && child.exitCode === null && child.signalCode === null
 
 beforeAll(async () => {
-  const port = await freePort()
-  baseUrl = `http://127.0.0.1:${port}`
   // Only this environment: no AI_* (the offline model), no UPSTREAM_BASE_URL (the in-process
   // simulator), no DATABASE_URL (PGlite under DATA_DIR); a fresh cwd so no .env is read.
-  child = spawn(nodeBin, [serverEntry], {
-    cwd: tempDir(),
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? tmpdir(),
-      NODE_ENV: 'test',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      APP_KEY: TEST_APP_KEY,
-      DATA_DIR: tempDir(),
-      FRONTEND_URL: SPA_ORIGIN,
-      LOG_LEVEL: 'warn',
-      // No grace period at the stop: nothing here balances load.
-      SHUTDOWN_GRACE_MS: '0',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  server = await startServerProcess({
+    env: { APP_KEY: TEST_APP_KEY, DATA_DIR: makeTempDir(), LOG_LEVEL: 'warn' },
+    upWithinMs: START_DEADLINE_MS,
   })
-  const started = child
-  started.stdout?.on('data', (chunk: Buffer) => {
-    output += chunk.toString()
-  })
-  started.stderr?.on('data', (chunk: Buffer) => {
-    output += chunk.toString()
-  })
-  exited = new Promise((resolve) => started.once('exit', (code, signal) => resolve({ code, signal })))
-
-  const deadline = Date.now() + START_DEADLINE_MS
-  while (Date.now() < deadline && running()) {
-    try {
-      if ((await fetch(`${baseUrl}/up`)).status === 200) return
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error(
-    `server did not answer /up (${running() ? 'timed out' : `exited with ${started.exitCode}`})\n${output}`,
-  )
+  baseUrl = server.baseUrl
 }, START_DEADLINE_MS + 10_000)
 
 afterAll(async () => {
   // Whatever happened above, the process this file started is gone before the next file runs.
-  if (child && running()) {
-    child.kill('SIGTERM')
-    const stopped = await Promise.race([
-      exited,
-      new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 10_000).unref()),
-    ])
-    if (!stopped) child.kill('SIGKILL')
-  }
-  await exited
-  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true })
+  await killServerProcesses()
+  removeTempDirs()
 }, 30_000)
 
 describe('node src/server.ts without AI_* settings (the offline model)', () => {
@@ -177,7 +125,6 @@ describe('node src/server.ts without AI_* settings (the offline model)', () => {
     expect(text).toContain(firstParagraph)
 
     // SIGTERM: the process stops cleanly.
-    child?.kill('SIGTERM')
-    expect(await exited).toEqual({ code: 0, signal: null })
+    expect(await server?.stop()).toEqual({ code: 0, signal: null })
   }, 60_000)
 })

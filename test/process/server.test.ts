@@ -1,136 +1,37 @@
-import { type ChildProcess, spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { existsSync, readFileSync, statSync } from 'node:fs'
 import http from 'node:http'
 import net from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { type SQL, sql } from 'drizzle-orm'
 import pg from 'pg'
 import { afterEach, describe, expect, it } from 'vitest'
 import { openDatabase } from '../../src/db/client.ts'
 import { SPA_ORIGIN, TEST_APP_KEY } from '../helpers/build-test-app.ts'
+import { projectRoot } from '../helpers/cli.ts'
 import { TestClient } from '../helpers/client.ts'
 import { uniqueEmail } from '../helpers/factories.ts'
-import { freePort } from '../helpers/ports.ts'
+import {
+  killServerProcesses,
+  makeTempDir,
+  removeTempDirs,
+  spawnServerProcess,
+  startServerProcess,
+} from '../helpers/server-process.ts'
 import { createServerDatabase } from '../helpers/test-database.ts'
 
-// The service as `npm start` runs it: a real Node 24 process, real sockets, real signals.
-const root = fileURLToPath(new URL('../..', import.meta.url))
-const nodeBin = join(root, 'node_modules/.bin/node')
-const serverEntry = join(root, 'src/server.ts')
 const migrationCount = () =>
-  (JSON.parse(readFileSync(join(root, 'drizzle/meta/_journal.json'), 'utf8')) as { entries: unknown[] })
-    .entries.length
+  (
+    JSON.parse(readFileSync(join(projectRoot, 'drizzle/meta/_journal.json'), 'utf8')) as {
+      entries: unknown[]
+    }
+  ).entries.length
 
-// PGlite's first start in a new folder runs initdb: seconds, more on a busy machine.
-const START_DEADLINE_MS = 90_000
 const PROCESS_TEST_TIMEOUT = 240_000
 
-interface ServerProcess {
-  child: ChildProcess
-  port: number
-  baseUrl: string
-  /** stdout and stderr so far, for assertions and for failure messages. */
-  stdout(): string
-  stderr(): string
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
-}
-
-const running = new Set<ServerProcess>()
-const tempDirs: string[] = []
-
 afterEach(async () => {
-  // A failed test must not leave its server behind: kill exactly the processes this file started.
-  for (const server of running) {
-    if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL')
-    await server.exited
-  }
-  running.clear()
-  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true })
+  await killServerProcesses()
+  removeTempDirs()
 })
-
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'trading-api-process-'))
-  tempDirs.push(dir)
-  return dir
-}
-
-/**
- * Spawns `node src/server.ts` with only the given environment (no DATABASE_URL, APP_KEY or .env
- * leaking in from the test runner: the working directory is a fresh temp folder).
- */
-async function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
-  const port = env.PORT && /^\d+$/.test(env.PORT) ? Number(env.PORT) : await freePort()
-  const child = spawn(nodeBin, [serverEntry], {
-    cwd: tempDir(),
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? tmpdir(),
-      NODE_ENV: 'test',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      FRONTEND_URL: SPA_ORIGIN,
-      LOG_LEVEL: 'info',
-      // No grace period at a stop: nothing here balances load, and each stop would wait it out.
-      SHUTDOWN_GRACE_MS: '0',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let stdout = ''
-  let stderr = ''
-  child.stdout?.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString()
-  })
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString()
-  })
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('exit', (code, signal) => resolve({ code, signal }))
-  })
-  const server: ServerProcess = {
-    child,
-    port,
-    baseUrl: `http://127.0.0.1:${port}`,
-    stdout: () => stdout,
-    stderr: () => stderr,
-    exited,
-  }
-  running.add(server)
-  return server
-}
-
-/** Spawns the server and waits until GET /up answers 200. */
-async function startServer(env: Record<string, string>): Promise<ServerProcess> {
-  const server = await spawnServer(env)
-  const deadline = Date.now() + START_DEADLINE_MS
-  let exit: { code: number | null } | undefined
-  void server.exited.then((result) => {
-    exit = result
-  })
-  while (Date.now() < deadline && !exit) {
-    try {
-      const res = await fetch(`${server.baseUrl}/up`)
-      if (res.status === 200) return server
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error(
-    `server did not answer /up (${exit ? `exited with ${exit.code}` : 'timed out'})\n` +
-      `stdout:\n${server.stdout()}\nstderr:\n${server.stderr()}`,
-  )
-}
-
-/** SIGTERM and the exit that follows. */
-async function stopServer(server: ServerProcess) {
-  server.child.kill('SIGTERM')
-  const result = await server.exited
-  running.delete(server)
-  return result
-}
 
 /** Resolves true once a new TCP connection to the port is refused (the listener is gone). */
 async function connectionRefused(port: number, deadlineMs: number): Promise<boolean> {
@@ -155,23 +56,14 @@ function registration(email = uniqueEmail('process')) {
   return { name: 'Process Trader', email, password, password_confirmation: password }
 }
 
-/** The JSON log lines the process wrote (LOG_LEVEL=info). */
-function logLines(server: ServerProcess): Record<string, unknown>[] {
-  return server
-    .stdout()
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => JSON.parse(line) as Record<string, unknown>)
-}
-
 describe('node src/server.ts on embedded PGlite under DATA_DIR', () => {
   it(
     'starts on a fresh DATA_DIR (initdb, migrations), answers /up, and keeps a registered user across a restart',
     async () => {
-      const dataDir = tempDir()
+      const dataDir = makeTempDir()
       const env = { DATA_DIR: dataDir, APP_KEY: TEST_APP_KEY }
 
-      const first = await startServer(env)
+      const first = await startServerProcess({ env })
       const up = await fetch(`${first.baseUrl}/up`)
       expect(up.status).toBe(200)
       expect(await up.json()).toEqual({ status: 'ok' })
@@ -186,10 +78,10 @@ describe('node src/server.ts on embedded PGlite under DATA_DIR', () => {
       expect(me.status).toBe(200)
       expect(me.data.id).toBe(registered.data.id)
 
-      expect(await stopServer(first)).toEqual({ code: 0, signal: null })
+      expect(await first.stop()).toEqual({ code: 0, signal: null })
       // The real logger: JSON lines, one access line per request labelled with its id, every one
       // written out by the time the process has exited (they are written in batches); no deprecation warnings.
-      const requestLines = logLines(first).filter((line) => line.msg === 'request completed')
+      const requestLines = first.logLines().filter((line) => line.msg === 'request completed')
       expect(requestLines.map((line) => `${line.method} ${line.url} ${line.status}`)).toEqual(
         expect.arrayContaining(['GET /up 200', 'POST /api/register 201', 'GET /api/user 200']),
       )
@@ -198,7 +90,7 @@ describe('node src/server.ts on embedded PGlite under DATA_DIR', () => {
       // APP_KEY came from the environment, so no key file was generated.
       expect(existsSync(join(dataDir, 'app-key'))).toBe(false)
 
-      const second = await startServer(env)
+      const second = await startServerProcess({ env })
       const returning = new TestClient(second.baseUrl)
       const login = await returning.post('/api/login', { email: account.email, password: account.password })
       expect(login.status, login.text).toBe(200)
@@ -206,7 +98,7 @@ describe('node src/server.ts on embedded PGlite under DATA_DIR', () => {
       const again = await returning.get('/api/user')
       expect(again.status).toBe(200)
       expect(again.data).toMatchObject({ id: registered.data.id, email: account.email })
-      expect(await stopServer(second)).toEqual({ code: 0, signal: null })
+      expect(await second.stop()).toEqual({ code: 0, signal: null })
 
       // The data lives in DATA_DIR/db: every committed migration applied once, the user stored.
       const database = await openDatabase({ dataDir: join(dataDir, 'db') })
@@ -226,10 +118,10 @@ describe('node src/server.ts on embedded PGlite under DATA_DIR', () => {
   it(
     'without APP_KEY generates DATA_DIR/app-key on first start and reuses it on the next',
     async () => {
-      const dataDir = tempDir()
+      const dataDir = makeTempDir()
       const env = { DATA_DIR: dataDir }
 
-      const first = await startServer(env)
+      const first = await startServerProcess({ env })
       const keyFile = join(dataDir, 'app-key')
       const key = readFileSync(keyFile, 'utf8')
       expect(key).toMatch(/^base64:[A-Za-z0-9+/]{43}=\n$/)
@@ -240,9 +132,9 @@ describe('node src/server.ts on embedded PGlite under DATA_DIR', () => {
       const client = new TestClient(first.baseUrl)
       const registered = await client.post('/api/register', account)
       expect(registered.status, registered.text).toBe(201)
-      expect(await stopServer(first)).toEqual({ code: 0, signal: null })
+      expect(await first.stop()).toEqual({ code: 0, signal: null })
 
-      const second = await startServer(env)
+      const second = await startServerProcess({ env })
       expect(readFileSync(keyFile, 'utf8')).toBe(key)
       expect(statSync(keyFile).mtimeMs).toBe(keyWritten)
       // The session cookie from before the restart is still signed in, and the password still works.
@@ -254,7 +146,7 @@ describe('node src/server.ts on embedded PGlite under DATA_DIR', () => {
       const fresh = new TestClient(second.baseUrl)
       const login = await fresh.post('/api/login', { email: account.email, password: account.password })
       expect(login.status, login.text).toBe(200)
-      expect(await stopServer(second)).toEqual({ code: 0, signal: null })
+      expect(await second.stop()).toEqual({ code: 0, signal: null })
     },
     PROCESS_TEST_TIMEOUT,
   )
@@ -262,7 +154,7 @@ describe('node src/server.ts on embedded PGlite under DATA_DIR', () => {
   it(
     'on SIGTERM finishes the request in flight, refuses new connections, and exits 0',
     async () => {
-      const server = await startServer({ DATA_DIR: tempDir(), APP_KEY: TEST_APP_KEY })
+      const server = await startServerProcess({ env: { DATA_DIR: makeTempDir(), APP_KEY: TEST_APP_KEY } })
       const client = new TestClient(server.baseUrl)
       await client.csrf()
       const account = registration()
@@ -322,9 +214,8 @@ describe('node src/server.ts on embedded PGlite under DATA_DIR', () => {
       expect(JSON.parse(res.text)).toMatchObject({ email: account.email, name: account.name })
 
       expect(await server.exited).toEqual({ code: 0, signal: null })
-      running.delete(server)
       expect(await connectionRefused(server.port, 1_000)).toBe(true)
-      const messages = logLines(server).map((line) => line.msg)
+      const messages = server.logLines().map((line) => line.msg)
       expect(messages).toContain('stopping: finishing in-flight requests')
     },
     PROCESS_TEST_TIMEOUT,
@@ -335,8 +226,8 @@ describe('node src/server.ts without UPSTREAM_BASE_URL', () => {
   it(
     'runs the upstream simulator in-process, logs its URL, and serves GET /api/markets from it',
     async () => {
-      const server = await startServer({ DATA_DIR: tempDir(), APP_KEY: TEST_APP_KEY })
-      const line = logLines(server).find((l) => String(l.msg).startsWith('upstream simulator running at '))
+      const server = await startServerProcess({ env: { DATA_DIR: makeTempDir(), APP_KEY: TEST_APP_KEY } })
+      const line = server.logLines().find((l) => String(l.msg).startsWith('upstream simulator running at '))
       expect(line, server.stdout()).toBeDefined()
       const url = String(line?.url)
       expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
@@ -352,7 +243,7 @@ describe('node src/server.ts without UPSTREAM_BASE_URL', () => {
       expect(markets.status, markets.text).toBe(200)
       expect(markets.data.map((m: { id: string }) => m.id)).toEqual(['US', 'EU', 'JP', 'CRYPTO', 'FX'])
 
-      expect(await stopServer(server)).toEqual({ code: 0, signal: null })
+      expect(await server.stop()).toEqual({ code: 0, signal: null })
       expect(await connectionRefused(Number(new URL(url).port), 1_000)).toBe(true)
     },
     PROCESS_TEST_TIMEOUT,
@@ -361,15 +252,17 @@ describe('node src/server.ts without UPSTREAM_BASE_URL', () => {
 
 describe('node src/server.ts with a bad environment', () => {
   it('PORT=abc exits 1 with a message naming PORT', async () => {
-    const server = await spawnServer({ DATA_DIR: tempDir(), APP_KEY: TEST_APP_KEY, PORT: 'abc' })
+    const server = await spawnServerProcess({
+      env: { DATA_DIR: makeTempDir(), APP_KEY: TEST_APP_KEY, PORT: 'abc' },
+    })
     expect(await server.exited).toEqual({ code: 1, signal: null })
     expect(server.stderr()).toContain('Invalid configuration')
     expect(server.stderr()).toMatch(/^ {2}- PORT: /m)
   })
 
   it('NODE_ENV=production without APP_KEY exits 1 with a message naming APP_KEY', async () => {
-    const dataDir = tempDir()
-    const server = await spawnServer({ NODE_ENV: 'production', DATA_DIR: dataDir })
+    const dataDir = makeTempDir()
+    const server = await spawnServerProcess({ env: { NODE_ENV: 'production', DATA_DIR: dataDir } })
     expect(await server.exited).toEqual({ code: 1, signal: null })
     expect(server.stderr()).toMatch(/^ {2}- APP_KEY: required when NODE_ENV=production/m)
     // It stopped before touching anything: no key generated, no database created.
@@ -379,7 +272,9 @@ describe('node src/server.ts with a bad environment', () => {
     expect(server.stderr()).toMatch(/^ {2}- REVERB_APP_SECRET: required when NODE_ENV=production/m)
   })
   it('NODE_ENV=production without UPSTREAM_BASE_URL exits 1 with a message naming it', async () => {
-    const server = await spawnServer({ NODE_ENV: 'production', DATA_DIR: tempDir(), APP_KEY: TEST_APP_KEY })
+    const server = await spawnServerProcess({
+      env: { NODE_ENV: 'production', DATA_DIR: makeTempDir(), APP_KEY: TEST_APP_KEY },
+    })
     expect(await server.exited).toEqual({ code: 1, signal: null })
     expect(server.stderr()).toMatch(/^ {2}- UPSTREAM_BASE_URL: required when NODE_ENV=production/m)
     expect(server.stdout()).not.toContain('upstream simulator')
@@ -395,11 +290,9 @@ describe.each(postgresCases)('node src/server.ts on PostgreSQL (DATABASE_URL)', 
     async () => {
       const target = await createServerDatabase(serverUrl)
       try {
-        const dataDir = tempDir()
-        const server = await startServer({
-          DATA_DIR: dataDir,
-          APP_KEY: TEST_APP_KEY,
-          DATABASE_URL: target.url,
+        const dataDir = makeTempDir()
+        const server = await startServerProcess({
+          env: { DATA_DIR: dataDir, APP_KEY: TEST_APP_KEY, DATABASE_URL: target.url },
         })
         const up = await fetch(`${server.baseUrl}/up`)
         expect(up.status).toBe(200)
@@ -407,7 +300,7 @@ describe.each(postgresCases)('node src/server.ts on PostgreSQL (DATABASE_URL)', 
         const account = registration()
         const registered = await new TestClient(server.baseUrl).post('/api/register', account)
         expect(registered.status, registered.text).toBe(201)
-        expect(await stopServer(server)).toEqual({ code: 0, signal: null })
+        expect(await server.stop()).toEqual({ code: 0, signal: null })
         // PostgreSQL, not PGlite, holds the data.
         expect(existsSync(join(dataDir, 'db'))).toBe(false)
         const check = new pg.Client({ connectionString: target.url })

@@ -154,7 +154,7 @@ export async function startNginx(options: {
         env: {
           ...process.env,
           NGINX_SITE: join(dir, 'trading-api.conf'),
-          NGINX: [NGINX_BIN, ...args].join(' '),
+          NGINX_CMD: [NGINX_BIN, ...args].join(' '),
         },
       })
     },

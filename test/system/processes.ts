@@ -1,8 +1,9 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { mkdirSync } from 'node:fs'
 import net from 'node:net'
 import { join } from 'node:path'
 import { type CliResult, projectRoot } from '../helpers/cli.ts'
+import { type Exit, type ServerProcess, spawnServerProcess } from '../helpers/server-process.ts'
 
 const nodeBin = join(projectRoot, 'node_modules/.bin/node')
 
@@ -44,7 +45,7 @@ export interface Instance {
   /** Starts `node src/server.ts` and waits until GET /up answers 200 on the instance itself. */
   start(): Promise<void>
   /** SIGTERM, and the exit that follows. */
-  stop(): Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+  stop(): Promise<Exit>
   /** SIGKILL if it still runs (a failed test must leave nothing behind). */
   kill(): Promise<void>
 }
@@ -53,58 +54,37 @@ const START_DEADLINE_MS = 60_000
 
 /**
  * One instance as a deployment runs it: `node src/server.ts` with only its environment, from an
- * empty working directory (no .env of the project's leaks in), on a fixed port.
+ * empty working directory (no .env of the project's leaks in), on a fixed port; restartable.
  */
 export function instance(name: string, port: number, env: Record<string, string>, dir: string): Instance {
   mkdirSync(dir, { recursive: true })
-  let child: ChildProcess | undefined
-  let exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }> = Promise.resolve({
-    code: null,
-    signal: null,
-  })
-  let output = ''
-  const running = () => child !== undefined && child.exitCode === null && child.signalCode === null
+  let current: ServerProcess | undefined
+  // What the processes before the current one wrote.
+  let earlier = ''
+  const output = () => earlier + (current?.output() ?? '')
   return {
     name,
     port,
     address: `127.0.0.1:${port}`,
-    output: () => output,
+    output,
     async start() {
-      if (output !== '') output += `\n--- ${name} started again ---\n`
-      const started = spawn(nodeBin, [join(projectRoot, 'src/server.ts')], {
+      if (output() !== '') earlier = `${output()}\n--- ${name} started again ---\n`
+      // Kept before it is up, so that a kill() meanwhile (a stack whose other instance failed) reaches it.
+      current = await spawnServerProcess({
+        env,
+        bareEnv: true,
         cwd: dir,
-        env: { ...env, PORT: String(port) },
-        stdio: ['ignore', 'pipe', 'pipe'],
+        port,
+        name: `instance ${name}`,
+        upWithinMs: START_DEADLINE_MS,
       })
-      child = started
-      started.stdout?.on('data', (chunk: Buffer) => {
-        output += chunk.toString()
-      })
-      started.stderr?.on('data', (chunk: Buffer) => {
-        output += chunk.toString()
-      })
-      exited = new Promise((resolve) => started.once('exit', (code, signal) => resolve({ code, signal })))
-      const deadline = Date.now() + START_DEADLINE_MS
-      while (Date.now() < deadline && running()) {
-        try {
-          const res = await fetch(`http://127.0.0.1:${port}/up`)
-          if (res.status === 200) return
-        } catch {
-          // not listening yet
-        }
-        await new Promise((resolve) => setTimeout(resolve, 100))
-      }
-      throw new Error(
-        `instance ${name} did not answer /up (${running() ? 'timed out' : 'exited'}):\n${output}`,
-      )
+      await current.waitUntilUp()
     },
     async stop() {
-      if (running()) child?.kill('SIGTERM')
-      return exited
+      return current ? current.stop() : { code: null, signal: null }
     },
     async kill() {
-      if (running()) child?.kill('SIGKILL')
-      await exited
+      await current?.kill()
     },
   }
 }
