@@ -120,9 +120,12 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   })
   // An https APP_URL means browsers must never reach it over plain http again (a year, as is usual).
   const hsts = config.appUrl.startsWith('https://')
+  // One hook for the headers every answer may carry: a hook is a cost on every request.
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id)
     if (hsts) reply.header('strict-transport-security', 'max-age=31536000')
+    // While draining (plugins/shutdown.ts), a kept-alive connection is closed after its answer.
+    if (app.shutdown.draining.aborted) reply.header('connection', 'close')
     done(null, payload)
   })
 

@@ -31,7 +31,9 @@ declare module 'fastify' {
 /**
  * `app.shutdown`: the stop sequence server.ts runs on SIGTERM. The grace period is for balancers
  * without active health checks (open-source nginx): they only learn from refused connections, so
- * this instance keeps serving, every answer with `Connection: close`, until it stops listening.
+ * this instance keeps serving, every answer with `Connection: close` (app.ts's header hook: a
+ * kept-alive connection closes after its answer, never with a request on it), until it stops
+ * listening.
  */
 async function shutdownPlugin(app: FastifyInstance, { graceMs }: { graceMs: number }) {
   const draining = new AbortController()
@@ -52,12 +54,6 @@ async function shutdownPlugin(app: FastifyInstance, { graceMs }: { graceMs: numb
     },
   } satisfies Shutdown)
 
-  // A kept-alive connection is closed after the answer under way, never while a request is on it:
-  // once the listener is gone, the proxy has no connection to this instance left to try.
-  app.addHook('onSend', (_request, reply, payload, done) => {
-    if (draining.signal.aborted) reply.header('connection', 'close')
-    done(null, payload)
-  })
   // First of every preClose hook (this plugin is registered before the others). An app.close()
   // without stop() (tests, a failed start) goes through the same phases, only with no grace period.
   app.addHook('preClose', (done) => {
