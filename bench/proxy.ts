@@ -14,6 +14,7 @@
  *   the ratio b/a and p50/p99 latency.
  *   (c) BENCH_COLD (1000) concurrent requests for one cold key: how many upstream calls were made.
  * BENCH_DATABASE_URL (optional) runs the app on that PostgreSQL database instead of PGlite.
+ * BENCH_METRICS=1 sets METRICS_TOKEN, so (b) also counts and times each request for GET /metrics.
  * BENCH_CPU_PROFILE=path writes a CPU profile of the app's process during (b) only.
  */
 import { randomBytes } from 'node:crypto'
@@ -123,6 +124,7 @@ function createServers(): Servers {
           // set above what the run sends, so the figures include what the limit costs and no 429.
           PROXY_READS_PER_MINUTE: '9999999',
           ...(process.env.BENCH_DATABASE_URL ? { DATABASE_URL: process.env.BENCH_DATABASE_URL } : {}),
+          ...(process.env.BENCH_METRICS === '1' ? { METRICS_TOKEN: randomBytes(20).toString('hex') } : {}),
         },
         dataDir,
       )
