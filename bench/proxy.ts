@@ -15,7 +15,8 @@
  *   (c) BENCH_COLD (1000) concurrent requests for one cold key: how many upstream calls were made.
  * BENCH_DATABASE_URL (optional) runs the app on that PostgreSQL database instead of PGlite.
  * BENCH_METRICS=1 sets METRICS_TOKEN, so (b) also counts and times each request for GET /metrics.
- * BENCH_CPU_PROFILE=path writes a CPU profile of the app's process during (b) only.
+ * BENCH_CPU_PROFILE=path writes a CPU profile of the servers' process during (b) to path, and during
+ *   (a) and (f) beside it (path with `.bare` and `.fastify` before its extension), to compare them.
  */
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -238,12 +239,18 @@ async function main() {
     )
     console.log(`GET /api/markets answer: ${bytes} bytes; ${CONNECTIONS} connections, ${SECONDS} s each\n`)
 
-    const a = await load(bareUrl, {}, servers.pid)
-    const f = await load(fastifyUrl, {}, servers.pid)
     const profilePath = process.env.BENCH_CPU_PROFILE
-    if (profilePath) await servers.profile()
-    const b = await load(`${appUrl}/api/markets`, headers, servers.pid)
-    if (profilePath) await servers.profile(profilePath)
+    const profiled = async (url: string, suffix: string) => {
+      if (!profilePath) return load(url, headers, servers.pid)
+      await servers.profile()
+      const figures = await load(url, headers, servers.pid)
+      await servers.profile(suffix ? profilePath.replace(/(\.[^./]*)?$/, `${suffix}$1`) : profilePath)
+      return figures
+    }
+    // Every run gets the same request, cookies included: parsing what the client sends is not the app's own work.
+    const a = await profiled(bareUrl, '.bare')
+    const f = await profiled(fastifyUrl, '.fastify')
+    const b = await profiled(`${appUrl}/api/markets`, '')
 
     const row = (name: string, f: Figures) =>
       `${name.padEnd(34)} ${f.rate.toFixed(0).padStart(8)} req/s   p50 ${String(f.p50).padStart(4)} ms   p99 ${String(f.p99).padStart(4)} ms   CPU ${f.cpuMicros ?? '?'} µs/request   non-2xx ${f.non2xx}, errors ${f.errors}`
@@ -253,7 +260,7 @@ async function main() {
     console.log(
       `ratio b/a: ${(b.rate / a.rate).toFixed(2)} (target >= 0.6, p99 <= 5 ms); f/a ${(f.rate / a.rate).toFixed(2)}, b/f ${(b.rate / f.rate).toFixed(2)}\n`,
     )
-    if (profilePath) console.log(`CPU profile of the app during (b) written to ${profilePath}\n`)
+    if (profilePath) console.log(`CPU profiles of (b) written to ${profilePath}, of (a) and (f) beside it\n`)
 
     // (c) A key nobody read yet, asked for by COLD clients at once, each on its own connection.
     const coldPath = '/tickers'

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
-import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify'
 import { Redis } from 'ioredis'
+import type { Logger } from 'pino'
 import type { Config } from './config.ts'
 import { type Database, openDatabase } from './db/client.ts'
 import { type Clock, systemClock } from './lib/clock.ts'
@@ -58,8 +59,8 @@ export interface AppOverrides {
   database?: Database
   redis?: Redis | null
   clock?: Clock
-  /** A pino-compatible logger instance, e.g. one writing to a stream a test reads. */
-  loggerInstance?: FastifyServerOptions['loggerInstance']
+  /** A pino logger, e.g. one writing to a stream a test reads; it takes the access lines too. */
+  loggerInstance?: Logger
   /** The folder of knowledge base articles synced at start (default: content/knowledge-base/). */
   knowledgeBaseDir?: string
 }
@@ -95,7 +96,8 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
     ? { app: overrides.loggerInstance, access: overrides.loggerInstance }
     : createLoggers(config.logLevel, wantsPrettyLogs(config.logFormat, config.env))
   const app = Fastify({
-    loggerInstance: loggers.app,
+    // Typed as Fastify's logger, so the instance's type is the one every plugin and route declares.
+    loggerInstance: loggers.app as FastifyBaseLogger,
     bodyLimit: 1024 * 1024,
     // Behind TRUSTED_PROXIES, request.ip (throttles, sessions, tickets) is the client their X-Forwarded-For names.
     trustProxy: config.trustedProxies.length > 0 ? [...config.trustedProxies] : false,

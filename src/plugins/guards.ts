@@ -124,7 +124,14 @@ async function guardsPlugin(app: FastifyInstance) {
     }
     const { throttle } = config
     if (!throttle) return done()
-    app.rateLimiter.enforce(throttle, request, reply).then(() => done(), done)
+    let counting: Promise<void> | undefined
+    try {
+      counting = app.rateLimiter.enforce(throttle, request, reply)
+    } catch (error) {
+      return done(error as Error)
+    }
+    if (counting) counting.then(() => done(), done)
+    else done()
   })
 }
 

@@ -10,7 +10,7 @@ import type { ThrottleRule } from './guards.ts'
 
 /** Counters a route keeps by itself (failures only, lockouts), under `name`; keys are hashed as the rules' are. */
 export interface RateLimitCounters {
-  hit(name: string, key: string, decaySeconds: number): Promise<RateLimitWindow>
+  hit(name: string, key: string, decaySeconds: number): RateLimitWindow | Promise<RateLimitWindow>
   peek(name: string, key: string): Promise<RateLimitWindow | null>
   clear(name: string, key: string): Promise<void>
 }
@@ -18,9 +18,10 @@ export interface RateLimitCounters {
 export interface RateLimiter {
   /**
    * Counts the attempt; past the limit throws Laravel's 429, otherwise sets the X-RateLimit headers
-   * (when given the reply: a second rule of a route leaves the first one's headers alone).
+   * (when given the reply: a second rule of a route leaves the first one's headers alone). With the
+   * in-process store this is settled at once (undefined, or the 429 thrown): no promise per request.
    */
-  enforce(rule: ThrottleRule, request: FastifyRequest, reply?: FastifyReply): Promise<void>
+  enforce(rule: ThrottleRule, request: FastifyRequest, reply?: FastifyReply): Promise<void> | undefined
   /** Gives back the attempt `enforce` counted, for a rule that counts failures only (a login that succeeded). */
   refund(rule: ThrottleRule, request: FastifyRequest): Promise<void>
   /** Laravel's 429 for a limit of `max` whose window ends at `resetAt` (unix seconds), with Retry-After. */
@@ -54,11 +55,16 @@ async function rateLimitPlugin(app: FastifyInstance) {
     })
 
   app.decorate('rateLimiter', {
-    async enforce(rule, request, reply) {
-      const { attempts, resetAt } = await store.hit(storeKey(rule.name, rule.key(request)), rule.decaySeconds)
-      if (attempts > rule.max) throw refusal(rule.max, resetAt)
-      reply?.header('x-ratelimit-limit', String(rule.max))
-      reply?.header('x-ratelimit-remaining', String(rule.max - attempts))
+    enforce(rule, request, reply) {
+      const settle = ({ attempts, resetAt }: RateLimitWindow) => {
+        if (attempts > rule.max) throw refusal(rule.max, resetAt)
+        reply?.header('x-ratelimit-limit', String(rule.max))
+        reply?.header('x-ratelimit-remaining', String(rule.max - attempts))
+      }
+      const window = store.hit(storeKey(rule.name, rule.key(request)), rule.decaySeconds)
+      if (window instanceof Promise) return window.then(settle)
+      settle(window)
+      return undefined
     },
     refund: (rule, request) => store.refund(storeKey(rule.name, rule.key(request))),
     tooManyAttempts: refusal,

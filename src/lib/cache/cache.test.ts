@@ -239,6 +239,31 @@ describe('cache: memory driver', () => {
     for (let i = 39; i >= 0; i--) expect(await hit(i)).toBe(false)
   })
 
+  it('heldJson answers an entry held in memory at once, counted as a hit, and nothing while it loads or after it is dropped', async () => {
+    const clock = createTestClock()
+    const reads: boolean[] = []
+    const driver = createMemoryCacheDriver({ maxBytes: 1024 * 1024, clock })
+    const cache = createCache(driver, { onRead: (hit) => reads.push(hit) })
+    opened.push({ cache, driver })
+    const options = { ttlSeconds: 60, tags: ['markets'] }
+    expect(cache.heldJson('k')).toBeUndefined()
+    const fn = loader('{"a":1}')
+    const release = fn.hold()
+    const loading = cache.rememberJson('k', options, fn)
+    // A load under way is joined through rememberJson, never overtaken.
+    expect(cache.heldJson('k')).toBeUndefined()
+    release()
+    await loading
+    expect(cache.heldJson('k')).toBe('{"a":1}')
+    expect(reads).toEqual([false, true])
+    clock.advance(61_000)
+    expect(cache.heldJson('k')).toBeUndefined()
+    await cache.rememberJson('k', options, fn)
+    await cache.invalidateTags(['markets'])
+    expect(cache.heldJson('k')).toBeUndefined()
+    expect(fn.calls).toBe(2)
+  })
+
   it('does not store an entry larger than the whole bound', async () => {
     const cache = open(createMemoryCacheDriver({ maxBytes: 2_000, clock: createTestClock() }))
     const fn = loader('y'.repeat(5_000))
@@ -287,6 +312,8 @@ if (redisUrl)
       const fn = loader(['strategy 1'])
       await a.remember('user:1:strategies', { ttlSeconds: 60, tags: ['user:1'] }, fn)
       expect((await b.remember('user:1:strategies', { ttlSeconds: 60, tags: ['user:1'] }, fn)).hit).toBe(true)
+      // A shared entry is never answered from one instance's memory: another may drop it any time.
+      expect(a.heldJson('user:1:strategies')).toBeUndefined()
       await b.invalidateTags(['user:1'])
       expect((await a.remember('user:1:strategies', { ttlSeconds: 60, tags: ['user:1'] }, fn)).hit).toBe(
         false,

@@ -44,6 +44,12 @@ export interface Cache {
     options: RememberOptions,
     fn: () => Promise<string>,
   ): Promise<{ value: string; hit: boolean }>
+  /**
+   * The JSON text rememberJson() would answer as a hit, when this process holds it in memory (and
+   * no load of the key is under way): a warm read answered without a promise. Undefined otherwise,
+   * and then rememberJson() is the way.
+   */
+  heldJson(key: string): string | undefined
   /** Drops every entry stored under any of these tags, on every instance sharing the driver. */
   invalidateTags(tags: string[]): Promise<void>
   close(): Promise<void>
@@ -128,6 +134,21 @@ export function createCache(driver: CacheDriver, options: CacheOptions = {}): Ca
     return { value, hit: false }
   }
 
+  /** An entry in this process's memory, decoded and counted as a hit; none while a load of it runs. */
+  function held<T>(key: string, codec: Codec<T>): { value: T } | undefined {
+    if (flights.has(key)) return undefined
+    const text = driver.peek?.(key)
+    if (text === undefined) return undefined
+    try {
+      const value = codec.decode(text)
+      onRead?.(true)
+      return { value }
+    } catch (error) {
+      report(error, 'get') // unreadable: loaded again, as a miss
+      return undefined
+    }
+  }
+
   function fly<T>(
     key: string,
     { ttlSeconds, tags = [] }: RememberOptions,
@@ -137,16 +158,8 @@ export function createCache(driver: CacheDriver, options: CacheOptions = {}): Ca
     const running = flights.get(key)
     if (running) return running.promise as Promise<{ value: T; hit: boolean }>
     // An entry in this process's memory is answered at once, with no flight to set up and land.
-    const held = driver.peek?.(key)
-    if (held !== undefined) {
-      try {
-        const value = codec.decode(held)
-        onRead?.(true)
-        return Promise.resolve({ value, hit: true })
-      } catch (error) {
-        report(error, 'get') // unreadable: loaded again below, as a miss
-      }
-    }
+    const inMemory = held(key, codec)
+    if (inMemory) return Promise.resolve({ value: inMemory.value, hit: true })
     const flight: Flight = { tags, stale: false, promise: undefined as never }
     const promise = load(key, ttlSeconds, tags, flight, fn, codec)
     flight.promise = promise
@@ -166,6 +179,8 @@ export function createCache(driver: CacheDriver, options: CacheOptions = {}): Ca
     rememberJson(key, options, fn) {
       return fly(key, options, fn, textCodec)
     },
+
+    heldJson: (key) => held(key, textCodec)?.value,
 
     async invalidateTags(tags) {
       if (tags.length === 0) return

@@ -11,7 +11,7 @@ export function createMemoryRateLimitStore(clock: Clock): RateLimitStore {
     return window && window.resetAt > unixSeconds(clock) ? window : undefined
   }
   return {
-    async hit(key, decaySeconds) {
+    hit(key, decaySeconds) {
       const now = unixSeconds(clock)
       if (windows.size > SWEEP_ABOVE) {
         for (const [k, w] of windows) if (w.resetAt <= now) windows.delete(k)

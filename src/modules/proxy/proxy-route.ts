@@ -8,7 +8,7 @@ import {
   UpstreamPage,
   UpstreamPayload,
 } from './proxy.schemas.ts'
-import type { AnswerShape, ProxyRule, ProxyService } from './proxy.service.ts'
+import type { AnswerShape, ProxyAnswer, ProxyRule, ProxyService } from './proxy.service.ts'
 
 /**
  * One row of a proxied route table: the API route, the upstream path it maps to, and the rules
@@ -68,7 +68,7 @@ export function registerProxyRoutes(
   }
 }
 
-async function handle(
+function handle(
   proxy: ProxyService,
   route: ProxyRoute,
   status: number,
@@ -82,7 +82,14 @@ async function handle(
     requestId: request.id,
     ...(route.body ? { body: request.body as Record<string, unknown> } : {}),
   }
-  const answer = await proxy.call(route, call)
+  const answer = proxy.call(route, call)
+  // A warm read is answered in this turn; anything else when its promise settles.
+  return answer instanceof Promise
+    ? answer.then((settled) => send(reply, settled, status))
+    : send(reply, answer, status)
+}
+
+function send(reply: FastifyReply, answer: ProxyAnswer, status: number) {
   if (answer.cache) reply.header('x-cache', answer.cache)
   if (answer.body === undefined) return reply.code(204).send()
   // The JSON text is sent as it is: cached answers are stored serialised, so a hit costs no serialising.

@@ -25,14 +25,14 @@ const INVITE_MAILS_PER_HOUR = 4
 /** The limit of invitation mails, for one request (the rate limiter sets its headers on `reply`). */
 const mailLimit =
   (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): MailLimit =>
-  (groupId, email) => {
+  async (groupId, email) => {
     const rule: ThrottleRule = {
       name: 'invite-mail',
       max: INVITE_MAILS_PER_HOUR,
       decaySeconds: 3600,
       key: () => `${groupId}:${email.toLowerCase()}`,
     }
-    return app.rateLimiter.enforce(rule, request, reply)
+    await app.rateLimiter.enforce(rule, request, reply)
   }
 
 /** Invitations by email: send, list, check a link, accept, revoke or decline, send again. */
