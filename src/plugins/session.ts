@@ -164,12 +164,13 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
    * session needs I/O first (expired: deleted; a touch due; a blocked user's: ended), left to `settle`.
    */
   const adopt = (request: FastifyRequest, token: string, entry: CachedEntry): boolean => {
-    // Copies: a request may change its session (payload) without touching what others are handed.
+    // The row is copied: a request may change its session (payload, last activity) without touching
+    // what others are handed. The user is shared, frozen when cached: nothing changes a user in place.
     const session: ActiveSession = { token, row: { ...entry.session } }
     if (sessions.standing(session) !== 'live') return false
     if (session.row.userId !== null && (!entry.user || entry.user.blockedAt)) return false
     request.session = session
-    if (entry.user && session.row.userId !== null) request.user = { ...entry.user }
+    if (entry.user && session.row.userId !== null) request.user = entry.user
     return true
   }
 
@@ -185,7 +186,7 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
       const began = cache.begin()
       const found = await sessions.lookup(token)
       if (!found) return
-      entry = { session: found.session.row, user: found.user }
+      entry = { session: found.session.row, user: found.user && Object.freeze(found.user) }
       cache.store(id, entry, began)
       if (adopt(request, token, entry)) return
     }
@@ -200,7 +201,7 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
       request.session = null
       return
     }
-    request.user = { ...entry.user }
+    request.user = entry.user
   }
 
   // A session held in memory and live resolves without a promise; anything else goes through `settle`.
@@ -218,22 +219,40 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
   // expiring with the idle lifetime, or at the session's absolute end when that comes first.
   // Serialising them cost about a tenth of a cached read; their bytes change only with the session
   // or the Expires second, so a session's pair is kept for that second (with what it was made from).
-  const cookieLines = new LRUCache<string, { made: string; lines: string[] }>({ max: 10_000 })
+  interface CookieLines {
+    expiresSecond: number
+    maxAge: number
+    token: string
+    csrfToken: string
+    lines: string[]
+  }
+  const cookieLines = new LRUCache<string, CookieLines>({ max: 10_000 })
   const setCookieLines = (session: ActiveSession, nowMs: number) => {
     const nowSecond = Math.floor(nowMs / 1000)
     const expiresSecond = Math.min(nowSecond + maxAge, session.row.createdAt + absoluteLifetime)
     const cookieMaxAge = Math.max(0, expiresSecond - nowSecond)
     const csrfToken = session.row.payload.csrfToken
-    const made = `${expiresSecond} ${cookieMaxAge} ${session.token} ${csrfToken}`
     const kept = cookieLines.get(session.row.id)
-    if (kept?.made === made) return kept.lines
+    if (
+      kept?.expiresSecond === expiresSecond &&
+      kept.maxAge === cookieMaxAge &&
+      kept.token === session.token &&
+      kept.csrfToken === csrfToken
+    )
+      return kept.lines
     const expires = new Date(expiresSecond * 1000)
     const options = { ...cookieBase, maxAge: cookieMaxAge, expires }
     const lines = [
       stringifySetCookie({ name: SESSION_COOKIE, value: session.token, ...options, httpOnly: true }),
       stringifySetCookie({ name: XSRF_COOKIE, value: csrfToken, ...options, httpOnly: false }),
     ]
-    cookieLines.set(session.row.id, { made, lines })
+    cookieLines.set(session.row.id, {
+      expiresSecond,
+      maxAge: cookieMaxAge,
+      token: session.token,
+      csrfToken,
+      lines,
+    })
     return lines
   }
   app.addHook('onSend', (request: FastifyRequest, reply: FastifyReply, payload, done) => {
