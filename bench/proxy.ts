@@ -10,7 +10,8 @@
  *   (b) the app with its production defaults (NODE_ENV=production, LOG_LEVEL unset: its access log
  *       at `info`, written to the child's stdout, which is /dev/null) answering `GET /api/markets` to
  *       a signed-in session on a warm cache, PGlite in a temp DATA_DIR, a local simulated upstream;
- *   each at BENCH_CONNECTIONS (64) connections for BENCH_SECONDS (10). Printed: both request rates,
+ *   each at BENCH_CONNECTIONS (64) connections for BENCH_SECONDS (10), each sent the same request
+ *   (the session's cookies too). Printed: the request rates,
  *   the ratio b/a and p50/p99 latency.
  *   (c) BENCH_COLD (1000) concurrent requests for one cold key: how many upstream calls were made.
  * BENCH_DATABASE_URL (optional) runs the app on that PostgreSQL database instead of PGlite.
