@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { createServer, type Socket } from 'node:net'
 import { Readable } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type S3Request, startS3Server, type TestS3Server } from '../../../test/helpers/s3-server.ts'
@@ -37,6 +38,37 @@ const isPart = (request: S3Request) => request.method === 'PUT' && request.url.i
 describeFileStorageContract('S3 (s3rver over HTTP, keys under a prefix)', () => storage)
 
 describe('S3 storage', () => {
+  it('gives up on a bucket that stops answering, rather than holding the request for ever', async () => {
+    // Accepts connections, reads what is sent, never answers: a hung server or a dead load balancer.
+    const sockets = new Set<Socket>()
+    const silent = createServer((socket) => {
+      sockets.add(socket)
+      socket.resume()
+    })
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+    const { port } = silent.address() as { port: number }
+    const hung = createS3Storage({
+      bucket: 'b',
+      endpoint: `http://127.0.0.1:${port}`,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'k', secretAccessKey: 's' },
+      forcePathStyle: true,
+      timeouts: { connectMs: 1_000, idleMs: 200 },
+    })
+    try {
+      const startedAt = Date.now()
+      await expect(hung.open(newStoragePath())).rejects.toThrow()
+      await expect(hung.put(newStoragePath(), Buffer.from('x'))).rejects.toThrow()
+      // The SDK tries each call three times: a few idle timeouts, not the test's own time-out.
+      expect(Date.now() - startedAt).toBeLessThan(5_000)
+      expect(sockets.size).toBeGreaterThan(0)
+    } finally {
+      hung.close()
+      for (const socket of sockets) socket.destroy()
+      silent.close()
+    }
+  })
+
   it('keeps every object under the prefix, out of sight of a driver without it', async () => {
     const path = newStoragePath()
     await storage.put(path, Buffer.from('hello'))

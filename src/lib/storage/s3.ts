@@ -21,7 +21,16 @@ export interface S3StorageOptions {
   partSize?: number
   /** ... and parts in flight at once: an upload holds about (queueSize + 1) x partSize in memory. */
   queueSize?: number
+  /**
+   * How long a connection may take to open, and a socket stay silent (no byte either way: a server
+   * that stopped answering, or a download held back by a stalled reader) before the call fails.
+   * The SDK's own defaults wait for ever, so a hung bucket would hold every request that touches it.
+   */
+  timeouts?: { connectMs: number; idleMs: number }
 }
+
+/** Long enough for a busy bucket, short enough that nothing waits on a dead one for long. */
+export const S3_TIMEOUTS = Object.freeze({ connectMs: 5_000, idleMs: 30_000 })
 
 /** A FileStorage on an S3-compatible bucket, with the HTTP client to release at shutdown. */
 export interface S3Storage extends FileStorage {
@@ -53,7 +62,7 @@ const isTaken = (error: unknown) => statusOf(error) === 412
 
 /** Uploaded files as objects in an S3-compatible bucket, which every instance of the app shares. */
 export function createS3Storage(options: S3StorageOptions): S3Storage {
-  const { bucket, prefix = '', partSize = 5 * MiB, queueSize = 2 } = options
+  const { bucket, prefix = '', partSize = 5 * MiB, queueSize = 2, timeouts = S3_TIMEOUTS } = options
   const keyOf = (path: string) => (prefix ? `${prefix}/${checked(path)}` : checked(path))
   const client = new S3Client({
     region: options.region,
@@ -67,6 +76,7 @@ export function createS3Storage(options: S3StorageOptions): S3Storage {
     // operations that require a checksum get one.
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
+    requestHandler: { connectionTimeout: timeouts.connectMs, socketTimeout: timeouts.idleMs },
   })
 
   async function exists(key: string): Promise<boolean> {
