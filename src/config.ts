@@ -403,6 +403,13 @@ function checkStorage(env: Env, problems: string[]): void {
     problems.push('STORAGE_DRIVER: must be "local" (the default) or "s3"')
   }
   if (driver === 's3' && !env.S3_BUCKET) problems.push('S3_BUCKET: required when STORAGE_DRIVER=s3')
+  // A bucket named but no driver chosen is most likely a forgotten STORAGE_DRIVER=s3: uploads would
+  // go to each instance's own disk, and be missing on the others, with nothing said.
+  if (env.STORAGE_DRIVER === undefined && env.S3_BUCKET) {
+    problems.push(
+      'STORAGE_DRIVER: S3_BUCKET is set; set STORAGE_DRIVER=s3 to use it, or =local to keep uploads on disk',
+    )
+  }
   if ((env.S3_ACCESS_KEY_ID === undefined) !== (env.S3_SECRET_ACCESS_KEY === undefined)) {
     problems.push(
       "S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY: set both, or neither for the AWS SDK's default credentials",

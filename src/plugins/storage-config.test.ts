@@ -69,6 +69,11 @@ describe('storage configuration', () => {
   it.each([
     [{ STORAGE_DRIVER: 's3' }, 'S3_BUCKET: required when STORAGE_DRIVER=s3'],
     [{ STORAGE_DRIVER: 'gcs' }, 'STORAGE_DRIVER: must be "local" (the default) or "s3"'],
+    // A bucket with no driver chosen: most likely STORAGE_DRIVER=s3 forgotten (STORAGE_DRIVER=local is fine, above).
+    [
+      { S3_BUCKET: 'uploads' },
+      'STORAGE_DRIVER: S3_BUCKET is set; set STORAGE_DRIVER=s3 to use it, or =local to keep uploads on disk',
+    ],
     [
       { STORAGE_DRIVER: 's3', S3_BUCKET: 'uploads', S3_SECRET_ACCESS_KEY: SECRET },
       "S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY: set both, or neither for the AWS SDK's default credentials",
