@@ -1,18 +1,18 @@
-import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, SPA_ORIGIN, TEST_APP_KEY, type TestApp } from '../../../test/helpers/build-test-app.ts'
+import { buildTestApp, TEST_APP_KEY, type TestApp } from '../../../test/helpers/build-test-app.ts'
 import { createGroup, joinGroup } from '../../../test/helpers/chat.ts'
 import { TestClient } from '../../../test/helpers/client.ts'
 import { connected, echoFor, eventually } from '../../../test/helpers/echo.ts'
 import { createUser, signedInClient } from '../../../test/helpers/factories.ts'
-import { freePort } from '../../../test/helpers/ports.ts'
 import { PusherSocket } from '../../../test/helpers/pusher-socket.ts'
+import {
+  killServerProcesses,
+  removeTempDirs,
+  type ServerProcess,
+  startServerProcess,
+} from '../../../test/helpers/server-process.ts'
 import {
   createServerDatabase,
   type ServerDatabase,
@@ -268,7 +268,6 @@ describe.each(crashCases)('real-time when instance B (a process) is killed', ({ 
   // A's sweep runs every TTL/4; Redis expires B's records TTL after B's last heartbeat (at most TTL/4 before
   // the kill); and a moment for the frame. Generous for a loaded CI machine, still well under the 30 s default.
   const REMOVAL_DEADLINE_MS = TTL_SECONDS * 1000 + 2500
-  const root = fileURLToPath(new URL('../../..', import.meta.url))
   const env = reverbEnv()
   let serverDatabase: ServerDatabase
   let database: Database
@@ -276,8 +275,7 @@ describe.each(crashCases)('real-time when instance B (a process) is killed', ({ 
   const keyPrefix = `test:${randomBytes(4).toString('hex')}:`
   let cleaner: Redis | undefined
   let a: TestApp
-  let b: { child: ChildProcess; baseUrl: string; output: () => string; exited: Promise<unknown> }
-  const dataDir = mkdtempSync(join(tmpdir(), 'trading-api-realtime-'))
+  let b: ServerProcess
   const echoes: { disconnect(): void }[] = []
   const sockets: PusherSocket[] = []
 
@@ -291,23 +289,24 @@ describe.each(crashCases)('real-time when instance B (a process) is killed', ({ 
       database: sharedDatabase(database),
       redis: new Redis(redisUrl, { keyPrefix }),
     })
-    b = await startServer(root, dataDir, {
-      DATABASE_URL: serverDatabase.url,
-      REDIS_URL: redisUrl,
-      REDIS_PREFIX: keyPrefix,
-      APP_KEY: TEST_APP_KEY,
-      ...env,
-      REVERB_INSTANCE_TTL_SECONDS: String(TTL_SECONDS),
+    b = await startServerProcess({
+      name: 'B',
+      env: {
+        LOG_LEVEL: 'warn',
+        DATABASE_URL: serverDatabase.url,
+        REDIS_URL: redisUrl,
+        REDIS_PREFIX: keyPrefix,
+        APP_KEY: TEST_APP_KEY,
+        ...env,
+        REVERB_INSTANCE_TTL_SECONDS: String(TTL_SECONDS),
+      },
     })
   }, 120_000)
 
   afterAll(async () => {
     for (const echo of echoes) echo.disconnect()
     for (const socket of sockets) socket.close()
-    if (b && b.child.exitCode === null && b.child.signalCode === null) {
-      b.child.kill('SIGKILL')
-      await b.exited
-    }
+    await killServerProcesses()
     await a?.close()
     if (cleaner) {
       const keys = await cleaner.keys(`${keyPrefix}*`)
@@ -316,7 +315,7 @@ describe.each(crashCases)('real-time when instance B (a process) is killed', ({ 
     }
     await database?.close()
     await serverDatabase?.drop()
-    rmSync(dataDir, { recursive: true, force: true })
+    removeTempDirs()
   })
 
   it('delivers events across, lists B’s member on A, and removes them within the expiry once B is killed', async () => {
@@ -367,8 +366,7 @@ describe.each(crashCases)('real-time when instance B (a process) is killed', ({ 
     expect(seen.joining).toEqual([cy.user.id])
 
     // B dies without closing anything: its members go once its records expire
-    b.child.kill('SIGKILL')
-    await b.exited
+    await b.kill()
     const killedAt = Date.now()
     await eventually(() => seen.leaving.length === 2, REMOVAL_DEADLINE_MS).catch(() => {})
     const removedAfter = Date.now() - killedAt
@@ -382,50 +380,3 @@ describe.each(crashCases)('real-time when instance B (a process) is killed', ({ 
     await eventually(() => messages.includes('through A, after'))
   })
 })
-
-/** `node src/server.ts` with only the given environment, once GET /up answers. */
-async function startServer(root: string, cwd: string, env: Record<string, string>) {
-  const port = await freePort()
-  const child = spawn(join(root, 'node_modules/.bin/node'), [join(root, 'src/server.ts')], {
-    cwd,
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? tmpdir(),
-      NODE_ENV: 'test',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      FRONTEND_URL: SPA_ORIGIN,
-      DATA_DIR: cwd,
-      LOG_LEVEL: 'warn',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let output = ''
-  child.stdout?.on('data', (chunk: Buffer) => {
-    output += chunk.toString()
-  })
-  child.stderr?.on('data', (chunk: Buffer) => {
-    output += chunk.toString()
-  })
-  let exit: unknown
-  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })))
-  void exited.then((result) => {
-    exit = result
-  })
-  const baseUrl = `http://127.0.0.1:${port}`
-  const deadline = Date.now() + 90_000
-  while (Date.now() < deadline && !exit) {
-    try {
-      if ((await fetch(`${baseUrl}/up`)).status === 200)
-        return { child, baseUrl, output: () => output, exited }
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  if (!exit) child.kill('SIGKILL')
-  throw new Error(
-    `B did not answer /up (${exit ? `exited ${JSON.stringify(exit)}` : 'timed out'}):\n${output}`,
-  )
-}
