@@ -8,8 +8,8 @@ import { httpRequestRecorder } from '../lib/metrics/http-requests.ts'
  * One access-log line per answered request, at `info`, instead of Fastify's two (incoming and
  * completed): flat fields only, built as one string and written through `logger`'s destination
  * (lib/logging.ts accessLineWriter: none of its fields can hold a secret, the URL's secret query
- * values are masked, so it needs no redaction pass). The same hook records the request's metrics: every hook
- * is a cost on every request.
+ * values are masked, so it needs no redaction pass). The same hook records the request's metrics:
+ * every hook is a cost on every request.
  */
 async function accessLogPlugin(app: FastifyInstance, { logger }: { logger: Logger }) {
   const recordRequest = app.metrics.enabled ? httpRequestRecorder(app.metrics) : undefined

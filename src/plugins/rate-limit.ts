@@ -54,16 +54,18 @@ async function rateLimitPlugin(app: FastifyInstance) {
       'x-ratelimit-reset': String(resetAt),
     })
 
+  /** The 429 past the limit, else the X-RateLimit headers (when given the reply). */
+  const settle = (rule: ThrottleRule, { attempts, resetAt }: RateLimitWindow, reply?: FastifyReply) => {
+    if (attempts > rule.max) throw refusal(rule.max, resetAt)
+    reply?.header('x-ratelimit-limit', String(rule.max))
+    reply?.header('x-ratelimit-remaining', String(rule.max - attempts))
+  }
+
   app.decorate('rateLimiter', {
     enforce(rule, request, reply) {
-      const settle = ({ attempts, resetAt }: RateLimitWindow) => {
-        if (attempts > rule.max) throw refusal(rule.max, resetAt)
-        reply?.header('x-ratelimit-limit', String(rule.max))
-        reply?.header('x-ratelimit-remaining', String(rule.max - attempts))
-      }
       const window = store.hit(storeKey(rule.name, rule.key(request)), rule.decaySeconds)
-      if (window instanceof Promise) return window.then(settle)
-      settle(window)
+      if (window instanceof Promise) return window.then((counted) => settle(rule, counted, reply))
+      settle(rule, window, reply)
       return undefined
     },
     refund: (rule, request) => store.refund(storeKey(rule.name, rule.key(request))),

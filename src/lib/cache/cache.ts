@@ -134,9 +134,8 @@ export function createCache(driver: CacheDriver, options: CacheOptions = {}): Ca
     return { value, hit: false }
   }
 
-  /** An entry in this process's memory, decoded and counted as a hit; none while a load of it runs. */
+  /** An entry in this process's memory, decoded and counted as a hit. */
   function held<T>(key: string, codec: Codec<T>): { value: T } | undefined {
-    if (flights.has(key)) return undefined
     const text = driver.peek?.(key)
     if (text === undefined) return undefined
     try {
@@ -180,7 +179,8 @@ export function createCache(driver: CacheDriver, options: CacheOptions = {}): Ca
       return fly(key, options, fn, textCodec)
     },
 
-    heldJson: (key) => held(key, textCodec)?.value,
+    // A load under way is joined through rememberJson(), never overtaken (as fly() does).
+    heldJson: (key) => (flights.has(key) ? undefined : held(key, textCodec)?.value),
 
     async invalidateTags(tags) {
       if (tags.length === 0) return

@@ -30,7 +30,7 @@ export interface S3StorageOptions {
 }
 
 /** Long enough for a busy bucket, short enough that nothing waits on a dead one for long. */
-export const S3_TIMEOUTS = Object.freeze({ connectMs: 5_000, idleMs: 30_000 })
+const S3_TIMEOUTS = Object.freeze({ connectMs: 5_000, idleMs: 30_000 })
 
 /** A FileStorage on an S3-compatible bucket, with the HTTP client to release at shutdown. */
 export interface S3Storage extends FileStorage {

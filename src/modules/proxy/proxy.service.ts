@@ -176,6 +176,9 @@ export function createProxyService({
      */
     read(rule: ProxyRule, call: ProxyCall): ProxyAnswer | Promise<ProxyAnswer> {
       const query = canonicalQuery(call.query)
+      const key = rule.cache === 'none' ? undefined : cacheKey(rule.cache, call.path, query, call.userId)
+      const held = key === undefined ? undefined : cache.heldJson(key)
+      if (held !== undefined) return { body: held, cache: 'HIT' }
       const load = async () => {
         const res = await upstream.request({
           method: 'GET',
@@ -186,10 +189,7 @@ export function createProxyService({
         })
         return shape(rule, res.body, appUrl) ?? 'null'
       }
-      if (rule.cache === 'none') return load().then((body) => ({ body, cache: null }))
-      const key = cacheKey(rule.cache, call.path, query, call.userId)
-      const held = cache.heldJson(key)
-      if (held !== undefined) return { body: held, cache: 'HIT' }
+      if (key === undefined) return load().then((body) => ({ body, cache: null }))
       const tags = rule.cache === 'user' && rule.group ? [groupTag(call.userId, rule.group)] : []
       // Stored as the text it is sent as: a hit costs no parse and no serialising. A failed fetch
       // throws through rememberJson(), so nothing is stored for it.
