@@ -1,9 +1,9 @@
-import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify'
 import { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import type { Config } from './config.ts'
 import { type Database, openDatabase } from './db/client.ts'
+import { requestIdOf, transportSecurityHeaders } from './lib/answer-headers.ts'
 import { type Clock, systemClock } from './lib/clock.ts'
 import { lazyChildLogger } from './lib/lazy-logger.ts'
 import { createLoggers, wantsPrettyLogs } from './lib/logging.ts'
@@ -53,6 +53,7 @@ import sessionPlugin from './plugins/session.ts'
 import shutdownPlugin from './plugins/shutdown.ts'
 import storagePlugin from './plugins/storage.ts'
 import upstreamPlugin from './plugins/upstream.ts'
+import warmReadsPlugin, { warmReadServerFactory } from './plugins/warm-reads.ts'
 
 /** What tests (or another host) may hand in instead of what the config describes. */
 export interface AppOverrides {
@@ -64,8 +65,6 @@ export interface AppOverrides {
   /** The folder of knowledge base articles synced at start (default: content/knowledge-base/). */
   knowledgeBaseDir?: string
 }
-
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 /** The database the config names: PostgreSQL for DATABASE_URL, else PGlite under DATA_DIR. */
 export function openConfiguredDatabase(config: Config): Promise<Database> {
@@ -99,6 +98,8 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
     // Typed as Fastify's logger, so the instance's type is the one every plugin and route declares.
     loggerInstance: loggers.app as FastifyBaseLogger,
     bodyLimit: 1024 * 1024,
+    // Fastify's own server, with the warm-read lane in front of its handler (plugins/warm-reads.ts).
+    serverFactory: warmReadServerFactory,
     // Behind TRUSTED_PROXIES, request.ip (throttles, sessions, tickets) is the client their X-Forwarded-For names.
     trustProxy: config.trustedProxies.length > 0 ? [...config.trustedProxies] : false,
     // Path parameters (upstream ids, symbols) may be as long as their schemas allow, 191 characters
@@ -110,22 +111,18 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
     // balancer already left on /up and refused connections (plugins/shutdown.ts).
     return503OnClosing: false,
     // X-Request-Id from a proxy is kept when it is sane; otherwise each request gets a UUID.
-    genReqId: (req) => {
-      const header = req.headers['x-request-id']
-      return typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID()
-    },
+    genReqId: (req) => requestIdOf(req.headers['x-request-id']),
     // One access-log line per request (plugins/access-log.ts) instead of Fastify's two.
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
     childLoggerFactory: lazyChildLogger,
     ajv: { customOptions: ajvOptions, plugins: [configureFormats] },
     schemaController: { compilersFactory: { buildSerializer: sharedSerializers() } },
   })
-  // An https APP_URL means browsers must never reach it over plain http again (a year, as is usual).
-  const hsts = config.appUrl.startsWith('https://')
+  const transportSecurity = transportSecurityHeaders(config.appUrl)
   // One hook for the headers every answer may carry: a hook is a cost on every request.
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id)
-    if (hsts) reply.header('strict-transport-security', 'max-age=31536000')
+    for (const [name, value] of transportSecurity) reply.header(name, value)
     // While draining (plugins/shutdown.ts), a kept-alive connection is closed after its answer.
     if (app.shutdown.draining.aborted) reply.header('connection', 'close')
     done(null, payload)
@@ -150,6 +147,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   await app.register(sessionPlugin, { config })
   await app.register(guardsPlugin)
   await app.register(accessLogPlugin, { logger: loggers.access })
+  await app.register(warmReadsPlugin, { config })
   await app.register(passwordConfirmationPlugin, { config })
   await app.register(openapiPlugin, { appUrl: config.appUrl })
   await app.register(realtimePlugin, { config })

@@ -1,24 +1,15 @@
 import { sql } from 'drizzle-orm'
-import { type LoggerOptions, pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildTestApp, TEST_APP_KEY, type TestApp } from '../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../test/helpers/client.ts'
 import { uniqueEmail } from '../../test/helpers/factories.ts'
-import { loggerOptions, redactUrl } from './logging.ts'
+import { memoryLog } from '../../test/helpers/memory-log.ts'
+import { redactUrl } from './logging.ts'
 
 // The production logger settings, writing to memory instead of stdout.
-let written = ''
-const logger = pino(loggerOptions('info') as LoggerOptions, {
-  write(chunk: string) {
-    written += chunk
-  },
-})
-type LogLine = Record<string, unknown> & { msg?: string; request_id?: string }
-const lines = (): LogLine[] =>
-  written
-    .split('\n')
-    .filter((line) => line !== '')
-    .map((line) => JSON.parse(line) as LogLine)
+const log = memoryLog()
+const { logger } = log
+const lines = () => log.lines()
 
 const PASSWORD = 'Pa55word-never-logged'
 // A value bound into a failing query, as a reset token or password hash would be.

@@ -1,9 +1,37 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
+import type { HeaderPairs } from '../lib/answer-headers.ts'
 
 const METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS'
 const EXPOSED = 'X-Request-Id, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining'
 const MAX_AGE = '7200'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The CORS headers of an answer to a request from this origin (the warm-read lane sets them too). */
+    corsAnswerHeaders(origin: string | undefined): HeaderPairs
+  }
+}
+
+/**
+ * The CORS headers of an answer (not a preflight's) to a request from `origin`: every answer varies
+ * on Origin; an app origin also gets the grant. One frozen list per origin, made once.
+ */
+export function corsAnswerHeaders(origins: readonly string[]): (origin: string | undefined) => HeaderPairs {
+  const none: HeaderPairs = Object.freeze([['vary', 'Origin'] as const])
+  const granted = new Map<string, HeaderPairs>(
+    origins.map((origin) => [
+      origin,
+      Object.freeze([
+        ...none,
+        ['access-control-allow-origin', origin] as const,
+        ['access-control-allow-credentials', 'true'] as const,
+        ['access-control-expose-headers', EXPOSED] as const,
+      ]),
+    ]),
+  )
+  return (origin) => (origin === undefined ? none : (granted.get(origin) ?? none))
+}
 
 /**
  * Credentialed CORS for the app's own origins (FRONTEND_URL); any other origin gets no grant at all.
@@ -14,14 +42,12 @@ const MAX_AGE = '7200'
  */
 async function corsPlugin(app: FastifyInstance, { origins }: { origins: readonly string[] }) {
   const allowed = new Set(origins)
+  const answerHeaders = corsAnswerHeaders(origins)
+  app.decorate('corsAnswerHeaders', answerHeaders)
   app.addHook('onRequest', (request, reply, done) => {
-    reply.header('vary', 'Origin')
     const origin = request.headers.origin
-    if (origin === undefined || !allowed.has(origin)) return done()
-    reply.header('access-control-allow-origin', origin)
-    reply.header('access-control-allow-credentials', 'true')
-    reply.header('access-control-expose-headers', EXPOSED)
-    if (request.method !== 'OPTIONS') return done()
+    for (const [name, value] of answerHeaders(origin)) reply.header(name, value)
+    if (request.method !== 'OPTIONS' || origin === undefined || !allowed.has(origin)) return done()
     reply.header('access-control-allow-methods', METHODS)
     reply.header('vary', 'Origin, Access-Control-Request-Headers')
     const requested = request.headers['access-control-request-headers']

@@ -2,16 +2,19 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { UserRow } from '../db/schema/index.ts'
-import { csrfMismatch, emailNotVerified, forbidden, unauthenticated } from '../lib/errors.ts'
+import { csrfMismatch, emailNotVerified, forbidden, type HttpError, unauthenticated } from '../lib/errors.ts'
 
 export type AuthGuard = 'session' | 'verified' | 'admin'
+
+/** What a throttle's key may be made from. */
+export type ThrottleSubject = Pick<FastifyRequest, 'user' | 'session' | 'ip' | 'body'>
 
 /** Laravel's `throttle:` middleware: `max` attempts per `decaySeconds`, counted per `key(request)`. */
 export interface ThrottleRule {
   name: string
   max: number
   decaySeconds: number
-  key(request: FastifyRequest): string
+  key(request: ThrottleSubject): string
 }
 
 /** One method of one registered route, with the guard options it declared. */
@@ -41,6 +44,14 @@ declare module 'fastify' {
     /** `true` answers `Cache-Control: no-store`: secrets (2FA setup, recovery codes) and the user. */
     noStore?: true
   }
+}
+
+/** The refusal of a caller a route's `auth` guard does not let in, or undefined when it does. */
+export function authRefusal(auth: AuthGuard, user: UserRow | null): HttpError | undefined {
+  if (!user) return unauthenticated()
+  if (auth === 'verified' && !user.emailVerifiedAt) return emailNotVerified()
+  if (auth === 'admin' && !user.isAdmin) return forbidden()
+  return undefined
 }
 
 /** The user of a route guarded by `auth`; the guard has already answered 401 for anyone else. */
@@ -105,11 +116,8 @@ async function guardsPlugin(app: FastifyInstance) {
       const presented = presentedCsrfToken(request)
       if (!expected || !presented || !sameToken(expected, presented)) throw csrfMismatch()
     }
-    if (auth) {
-      if (!request.user) throw unauthenticated()
-      if (auth === 'verified' && !request.user.emailVerifiedAt) throw emailNotVerified()
-      if (auth === 'admin' && !request.user.isAdmin) throw forbidden()
-    }
+    const refusal = auth && authRefusal(auth, request.user)
+    if (refusal) throw refusal
   }
 
   // A callback hook: a route without a throttle passes without a promise.

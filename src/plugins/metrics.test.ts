@@ -1,6 +1,5 @@
 import { randomBytes, randomInt } from 'node:crypto'
 import { sql } from 'drizzle-orm'
-import { type LoggerOptions, pino } from 'pino'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { askAgent, userMessage } from '../../test/helpers/ai-chat.ts'
 import { buildTestApp, type TestApp } from '../../test/helpers/build-test-app.ts'
@@ -9,23 +8,19 @@ import { eventually } from '../../test/helpers/echo.ts'
 import { grantCredits, signedInClient } from '../../test/helpers/factories.ts'
 import { FakeModel } from '../../test/helpers/fake-model.ts'
 import { FakeUpstream } from '../../test/helpers/fake-upstream.ts'
+import { memoryLog } from '../../test/helpers/memory-log.ts'
 import { metricTypes, parseSamples, type Sample, sampleValue } from '../../test/helpers/prometheus.ts'
 import { upstreamEnv } from '../../test/helpers/proxy.ts'
 import { PusherSocket } from '../../test/helpers/pusher-socket.ts'
 import { sharedDatabase } from '../../test/helpers/test-database.ts'
 import type { UserRow } from '../db/schema/index.ts'
-import { loggerOptions } from '../lib/logging.ts'
 
 const TOKEN = `metrics-${randomBytes(16).toString('hex')}`
 const P = 'trading_api_'
 
 // The production logger settings, writing to memory: the token must never reach a line.
-let logged = ''
-const logger = pino(loggerOptions('info') as LoggerOptions, {
-  write(chunk: string) {
-    logged += chunk
-  },
-})
+const log = memoryLog()
+const { logger } = log
 
 const model = new FakeModel()
 const upstream = new FakeUpstream()
@@ -174,14 +169,14 @@ describe('GET /metrics', () => {
     }
   })
 
-  it('never logs the token, though every scrape and refusal is logged', async () => {
-    logged = ''
+  it('never logs the token, though every scrape and refusal is log.text', async () => {
+    log.text = ''
     await scrape()
     await request(t, 'GET', '/metrics', `Bearer ${TOKEN.slice(0, -1)}`)
-    const lines = () => logged.split('\n').filter((line) => line.includes('"url":"/metrics"'))
+    const lines = () => log.text.split('\n').filter((line) => line.includes('"url":"/metrics"'))
     await eventually(() => lines().length === 2)
     expect(lines().map((line) => JSON.parse(line).status)).toEqual([200, 404])
-    expect(logged).not.toContain(TOKEN.slice(0, -1))
+    expect(log.text).not.toContain(TOKEN.slice(0, -1))
   })
 })
 

@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import type { HeaderPairs } from '../lib/answer-headers.ts'
 import { unixSeconds } from '../lib/clock.ts'
 import { type HttpError, tooManyAttempts } from '../lib/errors.ts'
 import { createMemoryRateLimitStore } from '../lib/rate-limit/memory.ts'
 import { createRedisRateLimitStore } from '../lib/rate-limit/redis.ts'
 import type { RateLimitWindow } from '../lib/rate-limit/store.ts'
-import type { ThrottleRule } from './guards.ts'
+import type { ThrottleRule, ThrottleSubject } from './guards.ts'
 
 /** Counters a route keeps by itself (failures only, lockouts), under `name`; keys are hashed as the rules' are. */
 export interface RateLimitCounters {
@@ -22,6 +23,12 @@ export interface RateLimiter {
    * in-process store this is settled at once (undefined, or the 429 thrown): no promise per request.
    */
   enforce(rule: ThrottleRule, request: FastifyRequest, reply?: FastifyReply): Promise<void> | undefined
+  /**
+   * The warm-read lane's count (plugins/warm-reads.ts): with the in-process store and within the
+   * limit, counts the attempt and answers its X-RateLimit headers; otherwise counts nothing and
+   * answers undefined, and the request goes the usual way (through `enforce`).
+   */
+  countInProcess(rule: ThrottleRule, subject: ThrottleSubject): HeaderPairs | undefined
   /** Gives back the attempt `enforce` counted, for a rule that counts failures only (a login that succeeded). */
   refund(rule: ThrottleRule, request: FastifyRequest): Promise<void>
   /** Laravel's 429 for a limit of `max` whose window ends at `resetAt` (unix seconds), with Retry-After. */
@@ -38,9 +45,9 @@ declare module 'fastify' {
 const USER_ID = /^\d{1,15}$/
 
 async function rateLimitPlugin(app: FastifyInstance) {
-  const store = app.redis
-    ? createRedisRateLimitStore(app.redis, app.clock)
-    : createMemoryRateLimitStore(app.clock)
+  // Made either way (an empty Map); counted in only without Redis.
+  const inProcess = createMemoryRateLimitStore(app.clock)
+  const store = app.redis ? createRedisRateLimitStore(app.redis, app.clock) : inProcess
 
   // Keys hold emails and addresses: hashed, they are short and reveal nothing in Redis. A user id is
   // both already (and the key of the per-request read limit): used as it is, no hash per request.
@@ -54,11 +61,14 @@ async function rateLimitPlugin(app: FastifyInstance) {
       'x-ratelimit-reset': String(resetAt),
     })
 
+  const limitHeaders = (rule: ThrottleRule, attempts: number): HeaderPairs => [
+    ['x-ratelimit-limit', String(rule.max)],
+    ['x-ratelimit-remaining', String(rule.max - attempts)],
+  ]
   /** The 429 past the limit, else the X-RateLimit headers (when given the reply). */
   const settle = (rule: ThrottleRule, { attempts, resetAt }: RateLimitWindow, reply?: FastifyReply) => {
     if (attempts > rule.max) throw refusal(rule.max, resetAt)
-    reply?.header('x-ratelimit-limit', String(rule.max))
-    reply?.header('x-ratelimit-remaining', String(rule.max - attempts))
+    if (reply) for (const [name, value] of limitHeaders(rule, attempts)) reply.header(name, value)
   }
 
   app.decorate('rateLimiter', {
@@ -66,6 +76,15 @@ async function rateLimitPlugin(app: FastifyInstance) {
       const window = store.hit(storeKey(rule.name, rule.key(request)), rule.decaySeconds)
       if (window instanceof Promise) return window.then((counted) => settle(rule, counted, reply))
       settle(rule, window, reply)
+      return undefined
+    },
+    countInProcess(rule, subject) {
+      if (store !== inProcess) return undefined
+      const key = storeKey(rule.name, rule.key(subject))
+      const { attempts } = inProcess.hit(key, rule.decaySeconds)
+      if (attempts <= rule.max) return limitHeaders(rule, attempts)
+      // Given back, so that `enforce` counting it again answers the 429 from the same count.
+      inProcess.refundNow(key)
       return undefined
     },
     refund: (rule, request) => store.refund(storeKey(rule.name, rule.key(request))),

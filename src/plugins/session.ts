@@ -17,6 +17,8 @@ import {
 
 export const SESSION_COOKIE = 'app_session'
 export const XSRF_COOKIE = 'XSRF-TOKEN'
+// Longer than any token this service issues: such a cookie names no session, unhashed and unlooked-up.
+const MAX_TOKEN_LENGTH = 100
 const PUBLIC_CACHING = /(^|,)\s*public\s*(,|=|$)/i
 /** How often expired sessions are deleted, in the background (and once when the app is ready). */
 export const SESSION_SWEEP_EVERY_MS = 10 * 60_000
@@ -38,6 +40,14 @@ export interface SessionControl {
   endSessionsOf(userId: number, except?: FastifyRequest): Promise<void>
   /** Stores `changes` in the request's session payload (a password confirmation), for its next requests. */
   updatePayload(request: FastifyRequest, changes: Omit<Partial<SessionPayload>, 'csrfToken'>): Promise<void>
+  /**
+   * The signed-in session a Cookie header names, when this process holds it and it needs no I/O
+   * now (the warm-read lane, plugins/warm-reads.ts); undefined for anything else, which the request
+   * hook resolves as usual.
+   */
+  heldSignedIn(cookieHeader: string | undefined): { session: ActiveSession; user: UserRow } | undefined
+  /** The two Set-Cookie lines every answer to a live session carries (sliding expiry). */
+  responseCookies(session: ActiveSession): readonly string[]
 }
 
 declare module 'fastify' {
@@ -89,10 +99,9 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
   const cookieBase = { path: '/', sameSite: 'lax', secure: config.session.secureCookie } as const
   // The one cookie this service reads, and what it writes, with the `cookie` package (what
   // @fastify/cookie wraps; that plugin parsed every cookie into a new object and kept a Map per reply).
-  const presentedToken = (request: FastifyRequest): string | undefined => {
-    const header = request.headers.cookie
-    return header ? parseCookie(header)[SESSION_COOKIE] : undefined
-  }
+  const tokenIn = (cookieHeader: string | undefined): string | undefined =>
+    cookieHeader ? parseCookie(cookieHeader)[SESSION_COOKIE] : undefined
+  const presentedToken = (request: FastifyRequest) => tokenIn(request.headers.cookie)
   const expiredSessionCookie = stringifySetCookie({
     name: SESSION_COOKIE,
     value: '',
@@ -141,6 +150,15 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
       await sessions.updatePayload(request.session, changes)
       await forgetSession(request.session)
     },
+    heldSignedIn(cookieHeader) {
+      const token = tokenIn(cookieHeader)
+      if (!token || token.length > MAX_TOKEN_LENGTH) return undefined
+      const entry = cache.get(sessionIdOf(token))
+      const session = entry && heldSession(token, entry)
+      if (!session || session.row.userId === null || !entry?.user) return undefined
+      return { session, user: entry.user }
+    },
+    responseCookies: (session) => setCookieLines(session, app.clock.nowMs()),
   }
 
   app.decorate('sessionControl', control)
@@ -160,15 +178,21 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
   }
 
   /**
-   * Puts a resolved session (and its user) on the request: true when it is done, false when the
-   * session needs I/O first (expired: deleted; a touch due; a blocked user's: ended), left to `settle`.
+   * The session of a cached entry when it needs no I/O now (live, no touch due, its user not
+   * blocked), else undefined: expired (deleted), a touch due or a blocked user's (ended) go through `settle`.
    */
-  const adopt = (request: FastifyRequest, token: string, entry: CachedEntry): boolean => {
+  const heldSession = (token: string, entry: CachedEntry): ActiveSession | undefined => {
     // The row is copied: a request may change its session (payload, last activity) without touching
     // what others are handed. The user is shared, frozen when cached: nothing changes a user in place.
     const session: ActiveSession = { token, row: { ...entry.session } }
-    if (sessions.standing(session) !== 'live') return false
-    if (session.row.userId !== null && (!entry.user || entry.user.blockedAt)) return false
+    if (sessions.standing(session) !== 'live') return undefined
+    if (session.row.userId !== null && (!entry.user || entry.user.blockedAt)) return undefined
+    return session
+  }
+  /** Puts a held session (and its user) on the request: true when done, false when it needs `settle`. */
+  const adopt = (request: FastifyRequest, token: string, entry: CachedEntry): boolean => {
+    const session = heldSession(token, entry)
+    if (!session) return false
     request.session = session
     if (entry.user && session.row.userId !== null) request.user = entry.user
     return true
@@ -208,7 +232,7 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
   app.addHook('onRequest', (request, _reply, done) => {
     if (request.method === 'OPTIONS') return done()
     const token = presentedToken(request)
-    if (!token || token.length > 100) return done()
+    if (!token || token.length > MAX_TOKEN_LENGTH) return done()
     const id = sessionIdOf(token)
     const entry = cache.get(id)
     if (entry && adopt(request, token, entry)) return done()

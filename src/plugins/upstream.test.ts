@@ -3,22 +3,17 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
-import { type LoggerOptions, pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildTestApp, type TestApp } from '../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../test/helpers/client.ts'
+import { memoryLog } from '../../test/helpers/memory-log.ts'
 import { sharedDatabase } from '../../test/helpers/test-database.ts'
-import { loggerOptions } from '../lib/logging.ts'
 
 const TOKEN = 'plugin-secret-token-9876'
 
 // The production logger settings, writing to memory, to check what an upstream failure logs.
-let written = ''
-const logger = pino(loggerOptions('info') as LoggerOptions, {
-  write(chunk: string) {
-    written += chunk
-  },
-})
+const log = memoryLog()
+const { logger } = log
 
 let upstream: Server
 let upstreamUrl: string
@@ -97,12 +92,12 @@ describe('app.upstream', () => {
 
   it('an upstream failure is a 500 {"error"} with the readable message, logged at warn without the token', async () => {
     answer = json({ message: `internal ${TOKEN}` }, 503)
-    const from = written.length
+    const from = log.text.length
     const res = await new TestClient(t.baseUrl).get('/test/upstream')
     expect(res.status).toBe(500)
     expect(res.data).toEqual({ error: 'Upstream request failed with status 503' })
     expect(res.text).not.toContain(TOKEN)
-    const lines = written
+    const lines = log.text
       .slice(from)
       .split('\n')
       .filter(Boolean)
@@ -111,7 +106,7 @@ describe('app.upstream', () => {
       level: 40,
       upstream: { kind: 'status', status: 503 },
     })
-    expect(written).not.toContain(TOKEN)
+    expect(log.text).not.toContain(TOKEN)
   })
 
   it('without UPSTREAM_BASE_URL every call is a 500 {"error"} saying so', async () => {

@@ -1,10 +1,10 @@
 import { type Clock, unixSeconds } from '../clock.ts'
-import type { RateLimitStore } from './store.ts'
+import type { InProcessRateLimitStore } from './store.ts'
 
 const SWEEP_ABOVE = 10_000
 
 /** In-process counters for a single instance; expired windows are swept once the map grows. */
-export function createMemoryRateLimitStore(clock: Clock): RateLimitStore {
+export function createMemoryRateLimitStore(clock: Clock): InProcessRateLimitStore {
   const windows = new Map<string, { attempts: number; resetAt: number }>()
   const current = (key: string) => {
     const window = windows.get(key)
@@ -28,9 +28,12 @@ export function createMemoryRateLimitStore(clock: Clock): RateLimitStore {
       const window = current(key)
       return window ? { ...window } : null
     },
-    async refund(key) {
+    refundNow(key) {
       const window = current(key)
       if (window && window.attempts > 0) window.attempts -= 1
+    },
+    async refund(key) {
+      this.refundNow(key)
     },
     async clear(key) {
       windows.delete(key)

@@ -17,3 +17,10 @@ export interface RateLimitStore {
   refund(key: string): Promise<void>
   clear(key: string): Promise<void>
 }
+
+/** A store in this process: it counts and gives back at once. */
+export interface InProcessRateLimitStore extends RateLimitStore {
+  hit(key: string, decaySeconds: number): RateLimitWindow
+  /** `refund`, settled before it returns. */
+  refundNow(key: string): void
+}

@@ -65,7 +65,37 @@ export function registerProxyRoutes(
       },
       handler: (request, reply) => handle(proxy, route, status, request, reply),
     })
+    if (takesWarmLane(route)) {
+      const path = route.upstream({})
+      app.warmReads.add({
+        url: route.url,
+        auth: route.auth ?? 'session',
+        throttle: app.upstreamReadThrottle,
+        headers: WARM_HEADERS,
+        held: (user) => proxy.held(route, path, user.id),
+      })
+    }
   }
+}
+
+const WARM_HEADERS = [
+  ['x-cache', 'HIT'],
+  ['content-type', 'application/json; charset=utf-8'],
+] as const
+
+/**
+ * A cached read of a path without parameters: answered from memory as the route would answer it
+ * (plugins/warm-reads.ts). Not where the query schema has defaults: the route's query would then
+ * not be empty, nor its cache key the lane's.
+ */
+function takesWarmLane(route: ProxyRoute) {
+  const query = Object.values(route.querystring?.properties ?? {}) as { default?: unknown }[]
+  return (
+    route.method === 'GET' &&
+    route.cache !== 'none' &&
+    !route.url.includes(':') &&
+    query.every((property) => property.default === undefined)
+  )
 }
 
 function handle(

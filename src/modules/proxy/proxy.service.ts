@@ -171,6 +171,14 @@ export function createProxyService({
     },
 
     /**
+     * A cached read's answer for `path` with no query when this process holds it, else undefined
+     * (nothing is loaded): the warm-read lane's lookup, the same entry `read` would answer.
+     */
+    held(rule: ProxyRule, path: string, userId: number): string | undefined {
+      return rule.cache === 'none' ? undefined : cache.heldJson(cacheKey(rule.cache, path, '', userId))
+    },
+
+    /**
      * A GET: from the cache when its scope allows (single-flight on a miss), else from the upstream.
      * An entry this process holds is answered without a promise: the warm read is the hot path.
      */

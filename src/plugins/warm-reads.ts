@@ -1,0 +1,143 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import proxyAddr from '@fastify/proxy-addr'
+import type { FastifyInstance, FastifyServerFactory, FastifyServerOptions } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Config } from '../config.ts'
+import type { UserRow } from '../db/schema/index.ts'
+import { type HeaderPairs, requestIdOf, transportSecurityHeaders } from '../lib/answer-headers.ts'
+import { authRefusal, type ThrottleRule } from './guards.ts'
+
+/**
+ * A read this process can answer from memory: a signed-in route with no path parameters whose
+ * answer, when held, is the same for every request of the same user without a query.
+ */
+export interface WarmRead {
+  /** The route's exact path; the same path with anything after it (a query, a slash) goes the usual way. */
+  url: string
+  auth: 'session' | 'verified'
+  throttle?: ThrottleRule
+  /** The route's own headers on such an answer, before X-Request-Id. */
+  headers: HeaderPairs
+  /** The answer's JSON text when this process holds it for this user, else undefined (nothing is loaded). */
+  held(user: UserRow): string | undefined
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    warmReads: {
+      add(read: WarmRead): void
+      /** Answers the lane has given since the start (tests tell by it which way a request went). */
+      readonly served: number
+    }
+  }
+}
+
+type Lane = (req: IncomingMessage, res: ServerResponse) => boolean
+const LANE = Symbol('warm-read lane')
+type LaneServer = Server & { [LANE]?: Lane }
+
+/**
+ * Fastify's own HTTP/1 server (as fastify/lib/server.js makes it, with the same time-outs), its
+ * requests offered to the warm-read lane first once the plugin below installs it.
+ */
+export const warmReadServerFactory: FastifyServerFactory = (handler, options: FastifyServerOptions) => {
+  const server: LaneServer = createServer((req, res) => {
+    const lane = server[LANE]
+    if (lane === undefined || !lane(req, res)) handler(req, res)
+  })
+  if (options.keepAliveTimeout !== undefined) server.keepAliveTimeout = options.keepAliveTimeout
+  if (options.requestTimeout !== undefined) server.requestTimeout = options.requestTimeout
+  if (options.connectionTimeout !== undefined) server.setTimeout(options.connectionTimeout)
+  if (options.maxRequestsPerSocket) server.maxRequestsPerSocket = options.maxRequestsPerSocket
+  return server
+}
+
+/**
+ * The warm-read lane: a signed-in GET of a registered path that this process can answer from memory
+ * (session, user, throttle count and answer all held here) is answered before Fastify's request
+ * lifecycle, with the very status, headers and body that lifecycle would give it, and the same
+ * access-log line and metrics. Any other request, and any step that would need I/O, a refusal or
+ * a look at anything else, goes to Fastify untouched: nothing is counted for it here.
+ *
+ * Only without Redis: with it, the session cache is the only thing held in memory; the throttle
+ * count and the answer are a round trip away, so no request would take the lane.
+ */
+async function warmReadsPlugin(app: FastifyInstance, { config }: { config: Config }) {
+  const reads = new Map<string, WarmRead>()
+  let served = 0
+  app.decorate('warmReads', {
+    add(read: WarmRead) {
+      if (read.url.includes(':') || read.url.includes('?')) throw new Error(`${read.url} is no exact path`)
+      reads.set(read.url, read)
+    },
+    get served() {
+      return served
+    },
+  })
+  if (app.redis) return
+
+  // request.ip as Fastify gives it: behind TRUSTED_PROXIES, the client their X-Forwarded-For names.
+  const trust = config.trustedProxies.length > 0 ? proxyAddr.compile([...config.trustedProxies]) : undefined
+  const clientIp = (req: IncomingMessage) => (trust ? proxyAddr(req, trust) : req.socket.remoteAddress)
+  const transportSecurity = transportSecurityHeaders(config.appUrl)
+  const { draining } = app.shutdown
+
+  const lane: Lane = (req, res) => {
+    if (req.method !== 'GET') return false
+    const read = reads.get(req.url ?? '')
+    // While draining, answers close their connections (app.ts): Fastify's way. A GET with a body is
+    // left to Fastify's body handling.
+    if (read === undefined || draining.aborted) return false
+    const { headers } = req
+    if (headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined) return false
+    const started = performance.now()
+    const signedIn = app.sessionControl.heldSignedIn(headers.cookie)
+    if (signedIn === undefined || authRefusal(read.auth, signedIn.user)) return false
+    const body = read.held(signedIn.user)
+    if (body === undefined) return false
+    const ip = clientIp(req)
+    // Last, as it counts: past the limit nothing stays counted and Fastify answers the 429.
+    const limits = read.throttle
+      ? app.rateLimiter.countInProcess(read.throttle, {
+          user: signedIn.user,
+          session: signedIn.session,
+          ip: ip ?? '',
+          body: undefined,
+        })
+      : []
+    if (limits === undefined) return false
+
+    // In the order Fastify's hooks set them: CORS, throttle, the route's, then every answer's own.
+    const requestId = requestIdOf(headers['x-request-id'])
+    const raw: string[] = []
+    for (const [name, value] of app.corsAnswerHeaders(headers.origin)) raw.push(name, value)
+    for (const [name, value] of limits) raw.push(name, value)
+    for (const [name, value] of read.headers) raw.push(name, value)
+    raw.push('x-request-id', requestId)
+    for (const [name, value] of transportSecurity) raw.push(name, value)
+    for (const line of app.sessionControl.responseCookies(signedIn.session)) raw.push('set-cookie', line)
+    raw.push('content-length', String(Buffer.byteLength(body)))
+    res.writeHead(200, raw)
+    res.end(body)
+    served += 1
+    app.recordAnswered({
+      requestId,
+      method: 'GET',
+      url: read.url,
+      route: read.url,
+      status: 200,
+      elapsedMs: performance.now() - started,
+      ip,
+      userId: signedIn.user.id,
+    })
+    return true
+  }
+  app.addHook('onReady', async () => {
+    ;(app.server as LaneServer)[LANE] = lane
+  })
+}
+
+export default fp(warmReadsPlugin, {
+  name: 'warm-reads',
+  dependencies: ['shutdown', 'redis', 'cors', 'session', 'rate-limit', 'access-log'],
+})
