@@ -154,9 +154,10 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
       const token = tokenIn(cookieHeader)
       if (!token || token.length > MAX_TOKEN_LENGTH) return undefined
       const entry = cache.get(sessionIdOf(token))
-      const session = entry && heldSession(token, entry)
-      if (!session || session.row.userId === null || !entry?.user) return undefined
-      return { session, user: entry.user }
+      if (!entry?.user || entry.session.userId === null || entry.user.blockedAt) return undefined
+      // Not copied, as `adopt` copies it for a request's handlers: the lane only reads it.
+      const session: ActiveSession = { token, row: entry.session }
+      return sessions.standing(session) === 'live' ? { session, user: entry.user } : undefined
     },
     responseCookies: (session) => setCookieLines(session, app.clock.nowMs()),
   }

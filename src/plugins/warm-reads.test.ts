@@ -138,6 +138,24 @@ describe('a warm read, answered by the lane', () => {
   })
 })
 
+describe("a user's own cached read", () => {
+  it("is laned for that user only: another user's first read is their own, from the upstream", async () => {
+    const first = await signedIn()
+    const second = await signedIn()
+    const own = await get('/api/strategies', { cookie: first.cookie })
+    expect(own.status).toBe(200)
+    const again = await viaLane('/api/strategies', { cookie: first.cookie })
+    expect(again).toMatchObject({ status: 200, laned: true, text: own.text })
+
+    const others = await viaLane('/api/strategies', { cookie: second.cookie })
+    expect(others).toMatchObject({ status: 200, laned: false })
+    expect(others.headers.get('x-cache')).toBe('MISS')
+    const calls = fake.callsTo('GET', '/strategies').map((call) => call.headers['x-user-id'])
+    expect(calls).toEqual([String(first.user.id), String(second.user.id)])
+    expect((await viaLane('/api/strategies', { cookie: second.cookie })).laned).toBe(true)
+  })
+})
+
 describe('a request the lane leaves to Fastify', () => {
   it('past the read limit: the 429, with no read counted twice', async () => {
     const { cookie, user } = await signedIn()
@@ -187,10 +205,11 @@ describe('a request the lane leaves to Fastify', () => {
   it('a cold or expired entry: loaded from the upstream, then laned', async () => {
     const { cookie } = await signedIn()
     t.clock.advance(minutes(11))
+    const before = fake.callsTo('GET', '/markets').length
     const reloaded = await viaLane('/api/markets', { cookie })
     expect(reloaded).toMatchObject({ status: 200, laned: false })
     expect(reloaded.headers.get('x-cache')).toBe('MISS')
-    expect(fake.callsTo('GET', '/markets')).toHaveLength(1)
+    expect(fake.callsTo('GET', '/markets')).toHaveLength(before + 1)
     expect((await viaLane('/api/markets', { cookie })).laned).toBe(true)
   })
 

@@ -66,13 +66,13 @@ export function registerProxyRoutes(
       handler: (request, reply) => handle(proxy, route, status, request, reply),
     })
     if (takesWarmLane(route)) {
-      const path = route.upstream({})
+      const held = proxy.heldReader(route, route.upstream({}))
       app.warmReads.add({
         url: route.url,
         auth: route.auth ?? 'session',
         throttle: app.upstreamReadThrottle,
         headers: WARM_HEADERS,
-        held: (user) => proxy.held(route, path, user.id),
+        held: (user) => held(user.id),
       })
     }
   }

@@ -171,11 +171,16 @@ export function createProxyService({
     },
 
     /**
-     * A cached read's answer for `path` with no query when this process holds it, else undefined
-     * (nothing is loaded): the warm-read lane's lookup, the same entry `read` would answer.
+     * The warm-read lane's lookup for `path` with no query: the answer this process holds for a
+     * user, else undefined (nothing is loaded); the same entry `read` would answer. A shared key is
+     * made once.
      */
-    held(rule: ProxyRule, path: string, userId: number): string | undefined {
-      return rule.cache === 'none' ? undefined : cache.heldJson(cacheKey(rule.cache, path, '', userId))
+    heldReader(rule: ProxyRule, path: string): (userId: number) => string | undefined {
+      const { cache: scope } = rule
+      if (scope === 'none') return () => undefined
+      if (scope === 'user') return (userId) => cache.heldJson(cacheKey(scope, path, '', userId))
+      const key = cacheKey(scope, path, '', 0)
+      return () => cache.heldJson(key)
     },
 
     /**
