@@ -17,6 +17,8 @@ import { upstreamEnv } from '../../test/helpers/proxy.ts'
 
 const READS_PER_MINUTE = 8
 const METRICS_TOKEN = 'warm-reads-metrics-token-1234'
+// A route of this test's own, whose lane entry throws.
+const FAILING_PATH = '/test/lane-failure'
 
 const log = memoryLog()
 
@@ -33,6 +35,9 @@ beforeAll(async () => {
       TRUSTED_PROXIES: '127.0.0.1',
     },
     loggerInstance: log.logger,
+    extend: (app) => {
+      app.get(FAILING_PATH, { config: { auth: 'session' } }, async () => 'from Fastify')
+    },
   })
 })
 afterAll(async () => {
@@ -238,6 +243,24 @@ describe('a request the lane leaves to Fastify', () => {
     const ticker = await viaLane('/api/tickers/AAPL', { cookie })
     expect(ticker).toMatchObject({ status: 200, laned: false })
     expect(ticker.headers.get('x-cache')).toBe('HIT')
+  })
+})
+
+describe('a failure in the lane', () => {
+  it('is logged, and the request goes to Fastify', async () => {
+    const { cookie } = await signedIn()
+    t.app.warmReads.add({
+      url: FAILING_PATH,
+      auth: 'session',
+      headers: [],
+      held: () => {
+        throw new Error('held() broke')
+      },
+    })
+    const res = await viaLane(FAILING_PATH, { cookie })
+    expect(res).toMatchObject({ status: 200, laned: false, text: 'from Fastify' })
+    const failure = log.lines().find((line) => line.msg === 'warm-read lane failed')
+    expect(failure).toMatchObject({ level: 50, url: FAILING_PATH, err: { message: 'held() broke' } })
   })
 })
 

@@ -85,7 +85,7 @@ async function warmReadsPlugin(app: FastifyInstance, { config }: { config: Confi
   // The same entry answers many requests in a row: its length is measured once.
   let lastBody = ''
   let lastLength = '0'
-  const lane: Lane = (req, res) => {
+  const answer: Lane = (req, res) => {
     if (req.method !== 'GET') return false
     const read = reads.get(req.url ?? '')
     // While draining, answers close their connections (app.ts): Fastify's way. A GET with a body is
@@ -138,6 +138,18 @@ async function warmReadsPlugin(app: FastifyInstance, { config }: { config: Confi
       userId: signedIn.user.id,
     })
     return true
+  }
+  // A failure here must not take the process down (this runs outside Fastify's error handling):
+  // before the answer started, the request goes to Fastify; after, its connection is dropped.
+  const lane: Lane = (req, res) => {
+    try {
+      return answer(req, res)
+    } catch (error) {
+      app.log.error({ err: error, url: req.url }, 'warm-read lane failed')
+      if (!res.headersSent) return false
+      res.destroy()
+      return true
+    }
   }
   app.addHook('onReady', async () => {
     ;(app.server as LaneServer)[LANE] = lane
