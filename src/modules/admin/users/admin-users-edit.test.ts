@@ -4,7 +4,7 @@ import { buildTestApp, type TestApp } from '../../../../test/helpers/build-test-
 import { TestClient } from '../../../../test/helpers/client.ts'
 import { createUser, signedInClient, uniqueEmail } from '../../../../test/helpers/factories.ts'
 import { SmtpSink } from '../../../../test/helpers/smtp-sink.ts'
-import { sessions, userData, users } from '../../../db/schema/index.ts'
+import { outbox, sessions, userData, users } from '../../../db/schema/index.ts'
 
 /** Editing and deleting users as an admin. */
 
@@ -47,7 +47,7 @@ describe('PUT /api/users/{id}', () => {
     expect(res.data.email_verified_at).not.toBeNull()
   })
 
-  it('sets a new password and signs the user out everywhere', async () => {
+  it('sets a new password, signs the user out everywhere and tells them, without the password', async () => {
     const { client, user, password } = await signedInClient(t)
     const res = await admin.put(`/api/users/${user.id}`, {
       name: user.name,
@@ -55,6 +55,10 @@ describe('PUT /api/users/{id}', () => {
       password: 'set by the admin 99',
     })
     expect(res.status).toBe(200)
+    const mail = await sink.waitForMailTo(user.email, 0)
+    expect(mail.subject).toBe('Your password has been changed')
+    expect(mail.text).toContain('An administrator has set a new password')
+    expect(`${mail.text}${mail.html}`).not.toContain('set by the admin 99')
     expect((await client.get('/api/user')).status).toBe(401)
     const guest = new TestClient(t.baseUrl)
     expect((await guest.post('/api/login', { email: user.email, password })).status).toBe(422)
@@ -71,6 +75,12 @@ describe('PUT /api/users/{id}', () => {
     expect((await client.get('/api/user')).status).toBe(200)
     expect((await new TestClient(t.baseUrl).post('/api/login', { email: user.email, password })).status).toBe(
       200,
+    )
+    // Nothing to tell of: no such mail was queued (it would be, in the update's own transaction).
+    const queued = await t.database.db.select().from(outbox)
+    const told = queued.filter(({ payload }) => JSON.stringify(payload).includes(user.email))
+    expect(told.map(({ payload }) => JSON.stringify(payload))).not.toContainEqual(
+      expect.stringContaining('Your password has been changed'),
     )
   })
 

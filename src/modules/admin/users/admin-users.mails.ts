@@ -45,3 +45,16 @@ export function userRoleChangedMail(user: UserRow): MailMessage {
     ],
   })
 }
+
+/** An administrator set the account's password (never mailed); the user was signed out everywhere. */
+export function adminPasswordChangedMail(user: UserRow): MailMessage {
+  return renderMail(user.email, {
+    subject: 'Your password has been changed',
+    greeting: `Hello ${user.name}!`,
+    lines: [
+      'An administrator has set a new password for your Trading App account, and you have been signed out everywhere.',
+      'Sign in with the password your administrator gives you, or choose your own with "Forgot your password?" on the sign-in page.',
+    ],
+    outro: ['If you did not ask for this, please contact support.'],
+  })
+}

@@ -6,7 +6,12 @@ import { type LengthAwarePage, paginate } from '../../../lib/laravel.ts'
 import type { MailMessage } from '../../../lib/mail/message.ts'
 import type { CreditSummary } from '../../users/users.presenters.ts'
 import { createUsersService } from '../../users/users.service.ts'
-import { userBlockedUnblockedMail, userCreatedMail, userRoleChangedMail } from './admin-users.mails.ts'
+import {
+  adminPasswordChangedMail,
+  userBlockedUnblockedMail,
+  userCreatedMail,
+  userRoleChangedMail,
+} from './admin-users.mails.ts'
 import { presentAdminUser } from './admin-users.presenters.ts'
 import { type AdminUsersRepository, createAdminUsersRepository } from './admin-users.repository.ts'
 import {
@@ -153,7 +158,8 @@ export function createAdminUsersService(deps: AdminUsersDeps) {
 
     /**
      * Name and email as a profile update does them (a new address is unverified again); a password
-     * and a role only when sent. `passwordChanged` tells the caller to end the user's other sessions.
+     * (mailed about, to the account's address as updated) and a role only when sent.
+     * `passwordChanged` tells the caller to end the user's other sessions.
      */
     async update(
       actor: UserRow,
@@ -166,7 +172,11 @@ export function createAdminUsersService(deps: AdminUsersDeps) {
         const current = await target(locked, id)
         let updated = await lockedUsers.updateProfile(current, { name: input.name, email: input.email })
         if (!updated) throw userNotFound(id)
-        if (input.password !== undefined) await lockedUsers.setPassword(updated, input.password)
+        if (input.password !== undefined) {
+          await lockedUsers.setPassword(updated, input.password)
+          // As a password change of one's own is told (profile), in case it was not asked for.
+          await queueMail(adminPasswordChangedMail(updated), locked.tx)
+        }
         if (input.is_admin !== undefined)
           updated = await applyRole(locked, updated, input.is_admin, 'is_admin')
         return updated
