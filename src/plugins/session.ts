@@ -154,10 +154,10 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
       const token = tokenIn(cookieHeader)
       if (!token || token.length > MAX_TOKEN_LENGTH) return undefined
       const entry = cache.get(sessionIdOf(token))
-      if (!entry?.user || entry.session.userId === null || entry.user.blockedAt) return undefined
-      // Not copied, as `adopt` copies it for a request's handlers: the lane only reads it.
-      const session: ActiveSession = { token, row: entry.session }
-      return sessions.standing(session) === 'live' ? { session, user: entry.user } : undefined
+      const session = entry && heldSession(token, entry)
+      // The lane only reads the session: the cached row, not a copy.
+      if (!session || session.row.userId === null || !entry?.user) return undefined
+      return { session, user: entry.user }
     },
     responseCookies: (session) => setCookieLines(session, app.clock.nowMs()),
   }
@@ -179,13 +179,12 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
   }
 
   /**
-   * The session of a cached entry when it needs no I/O now (live, no touch due, its user not
-   * blocked), else undefined: expired (deleted), a touch due or a blocked user's (ended) go through `settle`.
+   * The session of a cached entry, its row the cached one, when it needs no I/O now (live, no touch
+   * due, its user not blocked), else undefined: expired (deleted), a touch due or a blocked user's
+   * (ended) go through `settle`.
    */
   const heldSession = (token: string, entry: CachedEntry): ActiveSession | undefined => {
-    // The row is copied: a request may change its session (payload, last activity) without touching
-    // what others are handed. The user is shared, frozen when cached: nothing changes a user in place.
-    const session: ActiveSession = { token, row: { ...entry.session } }
+    const session: ActiveSession = { token, row: entry.session }
     if (sessions.standing(session) !== 'live') return undefined
     if (session.row.userId !== null && (!entry.user || entry.user.blockedAt)) return undefined
     return session
@@ -194,7 +193,9 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
   const adopt = (request: FastifyRequest, token: string, entry: CachedEntry): boolean => {
     const session = heldSession(token, entry)
     if (!session) return false
-    request.session = session
+    // The row is copied: a request may change its session (payload, last activity) without touching
+    // what others are handed. The user is shared, frozen when cached: nothing changes a user in place.
+    request.session = { token, row: { ...session.row } }
     if (entry.user && session.row.userId !== null) request.user = entry.user
     return true
   }
