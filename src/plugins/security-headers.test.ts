@@ -46,7 +46,7 @@ describe('on an https APP_URL', () => {
     const { client } = await signedInClient(t)
     const path = await uploadPhoto(client)
     const photo = await fetch(`${t.baseUrl}${path}`, {
-      headers: { cookie: [...client.cookies].map(([k, v]) => `${k}=${v}`).join('; ') },
+      headers: { cookie: client.cookieHeader },
     })
     expect(photo.status).toBe(200)
     expect(photo.headers.get('cache-control')).toMatch(/^public/)

@@ -60,7 +60,7 @@ async function postForm(
 
 /** GETs an app URL against the test app, with the client's session when given. */
 async function download(url: string, client?: TestClient) {
-  const cookie = client ? [...client.cookies].map(([k, v]) => `${k}=${v}`).join('; ') : ''
+  const cookie = client ? client.cookieHeader : ''
   const res = await fetch(url.replace(APP_URL, t.baseUrl), {
     headers: { accept: 'application/json', ...(cookie ? { cookie } : {}) },
   })

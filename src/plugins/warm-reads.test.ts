@@ -53,7 +53,7 @@ beforeEach(() => {
 /** A signed-in user's Cookie header, sessions touched and the markets entry warm. */
 async function signedIn() {
   const { client, user } = await signedInClient(t)
-  const cookie = [...client.cookies].map(([name, value]) => `${name}=${value}`).join('; ')
+  const cookie = client.cookieHeader
   await get('/api/markets', { cookie })
   return { cookie, user }
 }
@@ -271,7 +271,7 @@ describe('while the instance drains', () => {
     })
     try {
       const { client } = await signedInClient(draining)
-      const cookie = [...client.cookies].map(([name, value]) => `${name}=${value}`).join('; ')
+      const cookie = client.cookieHeader
       const read = () => fetch(`${draining.baseUrl}/api/markets`, { headers: { cookie } })
       await (await read()).text()
       const before = draining.app.warmReads.served

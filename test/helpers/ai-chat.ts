@@ -29,7 +29,7 @@ export const userMessage = (text: string, id = `msg_${Math.random().toString(36)
 export async function sessionHeaders(client: TestClient): Promise<Record<string, string>> {
   if (!client.cookies.has('XSRF-TOKEN')) await client.csrf()
   return {
-    cookie: [...client.cookies].map(([k, v]) => `${k}=${v}`).join('; '),
+    cookie: client.cookieHeader,
     'x-xsrf-token': decodeURIComponent(client.cookies.get('XSRF-TOKEN') ?? ''),
     origin: client.origin,
     accept: 'application/json',

@@ -45,6 +45,11 @@ export class TestClient {
     return this.request<T>('DELETE', path, body, options)
   }
 
+  /** The Cookie header this client sends: every cookie it keeps, as a browser would. */
+  get cookieHeader(): string {
+    return [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ')
+  }
+
   /** GET /guard/csrf-cookie, as the app does before its first write. */
   async csrf(): Promise<void> {
     const res = await this.request('GET', '/guard/csrf-cookie')
@@ -65,9 +70,7 @@ export class TestClient {
       origin: this.origin,
       referer: `${this.origin}/`,
     }
-    if (this.cookies.size > 0) {
-      headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ')
-    }
+    if (this.cookies.size > 0) headers.cookie = this.cookieHeader
     const xsrf = this.cookies.get('XSRF-TOKEN')
     if (mutation && xsrf && !options.withoutCsrf) headers['x-xsrf-token'] = decodeURIComponent(xsrf)
     let payload: string | Buffer | undefined

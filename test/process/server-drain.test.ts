@@ -92,7 +92,7 @@ function send(
     origin: SPA_ORIGIN,
     referer: `${SPA_ORIGIN}/`,
     'x-requested-with': 'XMLHttpRequest',
-    cookie: [...client.cookies].map(([k, v]) => `${k}=${v}`).join('; '),
+    cookie: client.cookieHeader,
   }
   if (payload !== undefined) {
     headers['content-type'] = 'application/json'

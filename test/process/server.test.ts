@@ -173,7 +173,7 @@ describe('node src/server.ts on embedded PGlite under DATA_DIR', () => {
           'content-length': String(body.length),
           accept: 'application/json',
           origin: SPA_ORIGIN,
-          cookie: [...client.cookies].map(([name, value]) => `${name}=${value}`).join('; '),
+          cookie: client.cookieHeader,
           'x-xsrf-token': decodeURIComponent(client.cookies.get('XSRF-TOKEN') ?? ''),
           expect: '100-continue',
         },

@@ -283,7 +283,7 @@ describe(`the deployment recipe: nginx over two instances, PostgreSQL ${viaPgBou
       headers: {
         accept: 'application/json',
         origin: owner.client.origin,
-        cookie: [...owner.client.cookies].map(([k, v]) => `${k}=${v}`).join('; '),
+        cookie: owner.client.cookieHeader,
         'x-xsrf-token': decodeURIComponent(owner.client.cookies.get('XSRF-TOKEN') ?? ''),
       },
     })
@@ -305,7 +305,7 @@ describe(`the deployment recipe: nginx over two instances, PostgreSQL ${viaPgBou
         'content-type': 'application/json',
         accept: 'text/event-stream',
         origin: client.origin,
-        cookie: [...client.cookies].map(([k, v]) => `${k}=${v}`).join('; '),
+        cookie: client.cookieHeader,
         'x-xsrf-token': decodeURIComponent(client.cookies.get('XSRF-TOKEN') ?? ''),
       },
       body: JSON.stringify({

@@ -73,7 +73,7 @@ describe('deleting an account', () => {
       method: 'POST',
       body: form,
       headers: {
-        cookie: [...loner.client.cookies].map(([k, v]) => `${k}=${v}`).join('; '),
+        cookie: loner.client.cookieHeader,
         'x-xsrf-token': decodeURIComponent(loner.client.cookies.get('XSRF-TOKEN') ?? ''),
       },
     })

@@ -112,7 +112,7 @@ describe('calls to the upstream', () => {
 
 /** A GET sent byte for byte as written (no URL normalising), with the signed-in client's cookies. */
 function rawGet(path: string): Promise<{ status: number; body: string }> {
-  const cookie = [...client.cookies].map(([k, v]) => `${k}=${v}`).join('; ')
+  const cookie = client.cookieHeader
   return new Promise((resolve, reject) => {
     const { hostname, port } = new URL(t.baseUrl)
     // Given as `path`, not a URL, so Node sends it as written.

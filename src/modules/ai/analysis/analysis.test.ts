@@ -59,8 +59,6 @@ interface FormFile {
   bytes: Buffer
 }
 
-const cookieHeader = (client: TestClient) => [...client.cookies].map(([k, v]) => `${k}=${v}`).join('; ')
-
 /** POSTs /api/message as a multipart form (FormData, as the app sends files), with the session. */
 async function postForm(client: TestClient, fields: Record<string, string>, files: FormFile[]) {
   if (!client.cookies.has('XSRF-TOKEN')) await client.csrf()
@@ -74,7 +72,7 @@ async function postForm(client: TestClient, fields: Record<string, string>, file
     headers: {
       accept: 'application/json',
       origin: client.origin,
-      cookie: cookieHeader(client),
+      cookie: client.cookieHeader,
       'x-xsrf-token': decodeURIComponent(client.cookies.get('XSRF-TOKEN') ?? ''),
     },
   })
@@ -389,7 +387,7 @@ describe('analysis in chat on one instance', () => {
       // The listed attachment URL serves the uploaded bytes.
       const listed = (await analyses(owner.client)).data.data[0].question.attachments[0].url as string
       const file = await fetch(listed.replace(t.config.appUrl, t.baseUrl), {
-        headers: { cookie: cookieHeader(owner.client) },
+        headers: { cookie: owner.client.cookieHeader },
       })
       expect(file.status).toBe(200)
       expect(Buffer.from(await file.arrayBuffer()).equals(PNG)).toBe(true)

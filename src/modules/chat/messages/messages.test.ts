@@ -40,7 +40,7 @@ async function postForm(client: TestClient, fields: Record<string, string>, file
     headers: {
       accept: 'application/json',
       origin: client.origin,
-      cookie: [...client.cookies].map(([k, v]) => `${k}=${v}`).join('; '),
+      cookie: client.cookieHeader,
       'x-xsrf-token': decodeURIComponent(client.cookies.get('XSRF-TOKEN') ?? ''),
     },
   })
@@ -49,7 +49,7 @@ async function postForm(client: TestClient, fields: Record<string, string>, file
 
 async function download(client: TestClient, url: string) {
   const res = await fetch(url.replace(t.config.appUrl, t.baseUrl), {
-    headers: { cookie: [...client.cookies].map(([k, v]) => `${k}=${v}`).join('; ') },
+    headers: { cookie: client.cookieHeader },
   })
   return { status: res.status, headers: res.headers, bytes: Buffer.from(await res.arrayBuffer()) }
 }
