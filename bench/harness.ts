@@ -195,6 +195,13 @@ export function cpuBetween(
   }
 }
 
+/** The middle value (the mean of the middle two for an even count): what a noisy machine's runs agree on. */
+export const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = Math.floor(sorted.length / 2)
+  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2
+}
+
 /**
  * With BENCH_JSON=path set, writes `figures` there as JSON (with the benchmark's name, the time and the
  * machine) and answers the path; otherwise does nothing.

@@ -10,15 +10,18 @@
  *   (b) the app with its production defaults (NODE_ENV=production, LOG_LEVEL unset: its access log
  *       at `info`, written to the child's stdout, which is /dev/null) answering `GET /api/markets` to
  *       a signed-in session on a warm cache, PGlite in a temp DATA_DIR, a local simulated upstream;
- *   each at BENCH_CONNECTIONS (64) connections for BENCH_SECONDS (10), each sent the same request
- *   (the session's cookies too). Printed: the request rates,
- *   the ratio b/a and p50/p99 latency.
+ *   each at BENCH_CONNECTIONS (64) connections, each sent the same request (the session's cookies
+ *   too), after a one-second warm-up each, in BENCH_ROUNDS (5) rounds of BENCH_SECONDS (3) s per
+ *   server, the order reversed every other round (a f b, b f a, ...): a shared machine's speed drifts
+ *   by a third within a minute, so each round's b/a compares runs seconds apart, and the figures
+ *   printed are the medians over the rounds (each round's ratio too). Printed: the request rates,
+ *   CPU per request, the ratio b/a and p50/p99 latency.
  *   (c) BENCH_COLD (1000) concurrent requests for one cold key: how many upstream calls were made.
  * BENCH_DATABASE_URL (optional) runs the app on that PostgreSQL database instead of PGlite.
  * BENCH_METRICS=1 sets METRICS_TOKEN, so (b) also counts and times each request for GET /metrics.
  * BENCH_LOG_LEVEL sets the app's LOG_LEVEL (`warn`: no access line), to see what the line costs.
- * BENCH_CPU_PROFILE=path writes a CPU profile of the servers' process during (b) to path, and during
- *   (a) and (f) beside it (path with `.bare` and `.fastify` before its extension), to compare them.
+ * BENCH_CPU_PROFILE=path writes a CPU profile of the servers' process during the last round's (b) to
+ *   path, and during its (a) and (f) beside it (path with `.bare` and `.fastify` before its extension), to compare them.
  */
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -37,10 +40,11 @@ import { systemClock } from '../src/lib/clock.ts'
 import { createUsersService } from '../src/modules/users/users.service.ts'
 import { createSimulator } from '../src/upstream-sim/simulator.ts'
 import { forkFleet, serveFleet } from './child-fleet.ts'
-import { machine, pinToCore, processCpuMs, writeBenchJson } from './harness.ts'
+import { machine, median, pinToCore, processCpuMs, writeBenchJson } from './harness.ts'
 import { BENCH_PASSWORD, signIn } from './sign-in.ts'
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3)
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 5))
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64)
 const COLD = Number(process.env.BENCH_COLD ?? 1000)
 // An upstream answer takes this long, so the cold requests really overlap one call in flight.
@@ -205,9 +209,14 @@ interface Figures {
   errors: number
 }
 
-async function load(url: string, headers: Record<string, string>, serverPid: number): Promise<Figures> {
+async function load(
+  url: string,
+  headers: Record<string, string>,
+  serverPid: number,
+  seconds = SECONDS,
+): Promise<Figures> {
   const cpuBefore = processCpuMs(serverPid)
-  const result = await autocannon({ url, headers, connections: CONNECTIONS, duration: SECONDS })
+  const result = await autocannon({ url, headers, connections: CONNECTIONS, duration: seconds })
   const cpuAfter = processCpuMs(serverPid)
   const answered = result.requests.total
   return {
@@ -244,25 +253,58 @@ async function main() {
     console.log(`GET /api/markets answer: ${bytes} bytes; ${CONNECTIONS} connections, ${SECONDS} s each\n`)
 
     const profilePath = process.env.BENCH_CPU_PROFILE
-    const profiled = async (url: string, suffix: string) => {
-      if (!profilePath) return load(url, headers, servers.pid)
+    const profiled = async (url: string, path: string) => {
       await servers.profile()
       const figures = await load(url, headers, servers.pid)
-      await servers.profile(suffix ? profilePath.replace(/(\.[^./]*)?$/, `${suffix}$1`) : profilePath)
+      await servers.profile(path)
       return figures
     }
+    const runs = [
+      { name: 'a', url: bareUrl, suffix: '.bare' },
+      { name: 'f', url: fastifyUrl, suffix: '.fastify' },
+      { name: 'b', url: `${appUrl}/api/markets`, suffix: '' },
+    ] as const
     // Every run gets the same request, cookies included: parsing what the client sends is not the app's own work.
-    const a = await profiled(bareUrl, '.bare')
-    const f = await profiled(fastifyUrl, '.fastify')
-    const b = await profiled(`${appUrl}/api/markets`, '')
+    for (const run of runs) await load(run.url, headers, servers.pid, 1)
+    const rounds: Record<(typeof runs)[number]['name'], Figures>[] = []
+    for (let round = 0; round < ROUNDS; round++) {
+      const figures: Partial<Record<(typeof runs)[number]['name'], Figures>> = {}
+      for (const run of round % 2 ? [...runs].reverse() : runs) {
+        figures[run.name] =
+          profilePath && round === ROUNDS - 1
+            ? await profiled(run.url, profilePath.replace(/(\.[^./]*)?$/, `${run.suffix}$1`))
+            : await load(run.url, headers, servers.pid)
+      }
+      const { a, f, b } = figures as Record<(typeof runs)[number]['name'], Figures>
+      rounds.push({ a, f, b })
+      console.log(
+        `round ${round + 1}: a ${a.rate.toFixed(0)}, f ${f.rate.toFixed(0)}, b ${b.rate.toFixed(0)} req/s; b/a ${(b.rate / a.rate).toFixed(2)}`,
+      )
+    }
+    const middle = (name: (typeof runs)[number]['name']): Figures => {
+      const all = rounds.map((round) => round[name])
+      const cpu = all.map((run) => run.cpuMicros).filter((micros) => micros !== null)
+      return {
+        rate: median(all.map((run) => run.rate)),
+        cpuMicros: cpu.length === all.length ? median(cpu) : null,
+        p50: median(all.map((run) => run.p50)),
+        p99: median(all.map((run) => run.p99)),
+        non2xx: all.reduce((sum, run) => sum + run.non2xx, 0),
+        errors: all.reduce((sum, run) => sum + run.errors, 0),
+      }
+    }
+    const [a, f, b] = [middle('a'), middle('f'), middle('b')]
+    const ratio = (top: 'b' | 'f', bottom: 'a' | 'f') =>
+      median(rounds.map((round) => round[top].rate / round[bottom].rate))
 
     const row = (name: string, f: Figures) =>
       `${name.padEnd(34)} ${f.rate.toFixed(0).padStart(8)} req/s   p50 ${String(f.p50).padStart(4)} ms   p99 ${String(f.p99).padStart(4)} ms   CPU ${f.cpuMicros ?? '?'} µs/request   non-2xx ${f.non2xx}, errors ${f.errors}`
+    console.log(`\nmedians over ${ROUNDS} rounds:`)
     console.log(row('(a) bare node:http, same bytes', a))
     console.log(row('(f) Fastify alone, same bytes', f))
     console.log(row('(b) app, GET /api/markets (warm)', b))
     console.log(
-      `ratio b/a: ${(b.rate / a.rate).toFixed(2)} (target >= 0.6, p99 <= 5 ms); f/a ${(f.rate / a.rate).toFixed(2)}, b/f ${(b.rate / f.rate).toFixed(2)}\n`,
+      `ratio b/a: ${ratio('b', 'a').toFixed(2)} (target >= 0.6, p99 <= 5 ms); f/a ${ratio('f', 'a').toFixed(2)}, b/f ${ratio('b', 'f').toFixed(2)}\n`,
     )
     if (profilePath) console.log(`CPU profiles of (b) written to ${profilePath}, of (a) and (f) beside it\n`)
 
@@ -287,10 +329,11 @@ async function main() {
       connections: CONNECTIONS,
       seconds: SECONDS,
       pinned,
+      rounds,
       bare: a,
       fastify: f,
       markets: b,
-      ratio: b.rate / a.rate,
+      ratio: ratio('b', 'a'),
       cold: { requests: COLD, ok, upstreamCalls: calls },
     })
     if (json) console.log(`figures written to ${json}`)

@@ -24,7 +24,7 @@ import { createServer } from 'node:net'
 import os from 'node:os'
 import { join } from 'node:path'
 import { generateAppKey } from '../src/config.ts'
-import { load1, onServer, processCpuMs, SERVER_URL, writeBenchJson } from './harness.ts'
+import { load1, median, onServer, processCpuMs, SERVER_URL, writeBenchJson } from './harness.ts'
 
 const RUNS = Number(process.env.BENCH_START_RUNS ?? 5)
 const POLL_MS = 5
@@ -138,12 +138,6 @@ async function measureStart(args: string[], env: Record<string, string>, port: n
       await exit
     }
   }
-}
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = Math.floor(sorted.length / 2)
-  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2
 }
 
 /** The median of each figure over several starts. */
