@@ -23,7 +23,8 @@ let sink: SmtpSink
 let t: TestApp
 beforeAll(async () => {
   sink = await new SmtpSink().start()
-  t = await buildTestApp({ env: { MAIL_URL: sink.url } })
+  // Behind a trusted proxy, so that each request can say which client it comes from.
+  t = await buildTestApp({ env: { MAIL_URL: sink.url, TRUSTED_PROXIES: '127.0.0.1' } })
 })
 afterAll(async () => {
   await t.close()
@@ -33,8 +34,15 @@ afterAll(async () => {
 const isResetMail = (mail: ReceivedMail) => mail.subject === 'Reset Password Notification'
 const resetMailsTo = (email: string) => sink.to(email).filter(isResetMail)
 
-const forgot = (email: string, client = new TestClient(t.baseUrl)) =>
-  client.post('/api/password/email', { email })
+// Each request from a client address of its own unless a test names one: the per-client limit is
+// tested on its own, and would otherwise be spent by the file's other tests.
+let clients = 0
+const nextClientAddress = () => {
+  clients += 1
+  return `10.0.${Math.floor(clients / 250)}.${(clients % 250) + 1}`
+}
+const forgot = (email: string, client = new TestClient(t.baseUrl), from = nextClientAddress()) =>
+  client.post('/api/password/email', { email }, { headers: { 'x-forwarded-for': from } })
 
 /** Asks for a link over HTTP and answers the link and token from the mail that arrives. */
 async function requestLink(email: string): Promise<{ link: URL; token: string }> {
@@ -220,6 +228,26 @@ describe('POST /api/password/email', () => {
     expect((await forgot(uniqueEmail())).status).toBe(200)
     t.clock.advance(minutes(1) + 1000)
     expect((await forgot(user.email)).status).toBe(200)
+  })
+
+  it('is throttled to 20 an hour per client across addresses, with nothing mailed past it', async () => {
+    const from = nextClientAddress()
+    const emails = await Promise.all(
+      Array.from({ length: 21 }, async () => (await createUser(t.database.db)).user.email),
+    )
+    const statuses: number[] = []
+    for (const email of emails) statuses.push((await forgot(email, undefined, from)).status)
+    expect(statuses).toEqual([...Array(20).fill(200), 429])
+    const refused = emails[20] as string
+    // The throttled request left no job: its address gets no link, and no token is made for it.
+    await t.app.outbox.drain()
+    await t.app.outbox.drain()
+    expect(resetMailsTo(refused)).toEqual([])
+    expect(await tokensOf(refused)).toEqual([])
+    // Another client is unaffected, and this one is free again after the hour.
+    expect((await forgot(refused)).status).toBe(200)
+    t.clock.advance(minutes(60) + 1000)
+    expect((await forgot(uniqueEmail(), undefined, from)).status).toBe(200)
   })
 
   it('answers 422 for a missing or malformed email', async () => {
