@@ -18,6 +18,9 @@
  *   CPU per request, the ratio b/a and p50/p99 latency.
  *   (c) BENCH_COLD (1000) concurrent requests for one cold key: how many upstream calls were made.
  * BENCH_DATABASE_URL (optional) runs the app on that PostgreSQL database instead of PGlite.
+ * BENCH_REDIS_URL (optional) gives the app that Redis, as every instance of a multi-instance deployment
+ *   has: the session cache stays in memory, but each read's count and answer are a round trip away
+ *   (and the warm-read lane is not installed).
  * BENCH_METRICS=1 sets METRICS_TOKEN, so (b) also counts and times each request for GET /metrics.
  * BENCH_LOG_LEVEL sets the app's LOG_LEVEL (`warn`: no access line), to see what the line costs.
  * BENCH_CPU_PROFILE=path writes a CPU profile of the servers' process during the last round's (b) to
@@ -134,6 +137,13 @@ function createServers(): Servers {
           PROXY_READS_PER_MINUTE: '9999999',
           ...(process.env.BENCH_DATABASE_URL ? { DATABASE_URL: process.env.BENCH_DATABASE_URL } : {}),
           ...(process.env.BENCH_METRICS === '1' ? { METRICS_TOKEN: randomBytes(20).toString('hex') } : {}),
+          // A key prefix of its own: nothing another run left in that Redis is warm for this one.
+          ...(process.env.BENCH_REDIS_URL
+            ? {
+                REDIS_URL: process.env.BENCH_REDIS_URL,
+                REDIS_PREFIX: `bench-${randomBytes(4).toString('hex')}:`,
+              }
+            : {}),
         },
         dataDir,
       )
