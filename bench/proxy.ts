@@ -260,7 +260,9 @@ async function main() {
         ? `servers pinned to CPU ${SERVER_CORE}, load generator to CPU ${LOAD_CORE}`
         : 'not pinned: servers and load generator share the cores',
     )
-    console.log(`GET /api/markets answer: ${bytes} bytes; ${CONNECTIONS} connections, ${SECONDS} s each\n`)
+    console.log(
+      `GET /api/markets answer: ${bytes} bytes; ${CONNECTIONS} connections, ${SECONDS} s each, ${ROUNDS} rounds\n`,
+    )
 
     const profilePath = process.env.BENCH_CPU_PROFILE
     const profiled = async (url: string, path: string) => {
@@ -276,22 +278,23 @@ async function main() {
     ] as const
     // Every run gets the same request, cookies included: parsing what the client sends is not the app's own work.
     for (const run of runs) await load(run.url, headers, servers.pid, 1)
-    const rounds: Record<(typeof runs)[number]['name'], Figures>[] = []
+    type Round = Record<(typeof runs)[number]['name'], Figures>
+    const rounds: Round[] = []
     for (let round = 0; round < ROUNDS; round++) {
-      const figures: Partial<Record<(typeof runs)[number]['name'], Figures>> = {}
+      const figures: Partial<Round> = {}
       for (const run of round % 2 ? [...runs].reverse() : runs) {
         figures[run.name] =
           profilePath && round === ROUNDS - 1
             ? await profiled(run.url, profilePath.replace(/(\.[^./]*)?$/, `${run.suffix}$1`))
             : await load(run.url, headers, servers.pid)
       }
-      const { a, f, b } = figures as Record<(typeof runs)[number]['name'], Figures>
+      const { a, f, b } = figures as Round
       rounds.push({ a, f, b })
       console.log(
         `round ${round + 1}: a ${a.rate.toFixed(0)}, f ${f.rate.toFixed(0)}, b ${b.rate.toFixed(0)} req/s; b/a ${(b.rate / a.rate).toFixed(2)}`,
       )
     }
-    const middle = (name: (typeof runs)[number]['name']): Figures => {
+    const middle = (name: keyof Round): Figures => {
       const all = rounds.map((round) => round[name])
       const cpu = all.map((run) => run.cpuMicros).filter((micros) => micros !== null)
       return {
@@ -304,7 +307,7 @@ async function main() {
       }
     }
     const [a, f, b] = [middle('a'), middle('f'), middle('b')]
-    const ratio = (top: 'b' | 'f', bottom: 'a' | 'f') =>
+    const ratio = (top: keyof Round, bottom: keyof Round) =>
       median(rounds.map((round) => round[top].rate / round[bottom].rate))
 
     const row = (name: string, f: Figures) =>
