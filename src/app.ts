@@ -3,7 +3,7 @@ import { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import type { Config } from './config.ts'
 import { type Database, openDatabase } from './db/client.ts'
-import { requestIdOf, transportSecurityHeaders } from './lib/answer-headers.ts'
+import { everyAnswerHeaders, requestIdOf } from './lib/answer-headers.ts'
 import { type Clock, systemClock } from './lib/clock.ts'
 import { lazyChildLogger } from './lib/lazy-logger.ts'
 import { createLoggers, wantsPrettyLogs } from './lib/logging.ts'
@@ -44,6 +44,7 @@ import guardsPlugin from './plugins/guards.ts'
 import mailerPlugin from './plugins/mailer.ts'
 import metricsPlugin from './plugins/metrics.ts'
 import openapiPlugin from './plugins/openapi.ts'
+import originCheckPlugin from './plugins/origin-check.ts'
 import outboxPlugin from './plugins/outbox.ts'
 import passwordConfirmationPlugin from './plugins/password-confirmation.ts'
 import rateLimitPlugin from './plugins/rate-limit.ts'
@@ -121,11 +122,11 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
     ajv: { customOptions: ajvOptions, plugins: [configureFormats] },
     schemaController: { compilersFactory: { buildSerializer: sharedSerializers() } },
   })
-  const transportSecurity = transportSecurityHeaders(config.appUrl)
+  const answerHeaders = everyAnswerHeaders(config.appUrl)
   // One hook for the headers every answer may carry: a hook is a cost on every request.
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id)
-    for (const [name, value] of transportSecurity) reply.header(name, value)
+    for (const [name, value] of answerHeaders) reply.header(name, value)
     // While draining (plugins/shutdown.ts), a kept-alive connection is closed after its answer.
     if (app.shutdown.draining.aborted) reply.header('connection', 'close')
     done(null, payload)
@@ -144,11 +145,14 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   await app.register(storagePlugin, { config })
   await app.register(bodyPlugin)
   await app.register(corsPlugin, { origins: config.frontendOrigins })
+  await app.register(originCheckPlugin, {
+    origins: [new URL(config.appUrl).origin, ...config.frontendOrigins],
+  })
   await app.register(rateLimitPlugin)
   await app.register(cachePlugin, { config })
   await app.register(upstreamPlugin, { config })
   await app.register(sessionPlugin, { config })
-  await app.register(guardsPlugin)
+  await app.register(guardsPlugin, { appKey: config.appKey })
   await app.register(accessLogPlugin, { logger: loggers.access })
   await app.register(warmReadsPlugin, { config })
   await app.register(passwordConfirmationPlugin, { config })

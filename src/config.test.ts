@@ -266,4 +266,42 @@ describe('proxies and https', () => {
     expect(secure({ APP_URL: 'http://localhost:8000', SESSION_SECURE_COOKIE: 'true' })).toBe(true)
     expect(secure({ APP_URL: 'https://api.example.com', SESSION_SECURE_COOKIE: 'false' })).toBe(false)
   })
+
+  test("SESSION_DOMAIN: unset by default; Laravel's leading dot is dropped; APP_URL's host must belong to it", () => {
+    const cwd = tempCwd()
+    const domain = (env: Record<string, string>) => loadConfig({ APP_KEY, ...env }, cwd).session.domain
+    expect(domain({ APP_URL: 'https://api.example.com' })).toBeUndefined()
+    expect(domain({ APP_URL: 'https://api.example.com', SESSION_DOMAIN: '.example.com' })).toBe('example.com')
+    expect(domain({ APP_URL: 'https://api.example.com', SESSION_DOMAIN: 'Example.COM' })).toBe('example.com')
+    expect(domain({ APP_URL: 'https://api.example.com', SESSION_DOMAIN: 'api.example.com' })).toBe(
+      'api.example.com',
+    )
+    // A sibling, a suffix that is no parent, and a parent of another host: the browser would drop the cookies.
+    for (const [appUrl, sessionDomain] of [
+      ['https://api.example.com', '.app.example.com'],
+      ['https://api.notexample.com', '.example.com'],
+      ['https://example.org', 'example.com'],
+      ['http://localhost:8000', '.example.com'],
+    ] as const) {
+      expect(configError({ APP_KEY, APP_URL: appUrl, SESSION_DOMAIN: sessionDomain }).problems).toEqual([
+        expect.stringMatching(/^SESSION_DOMAIN: APP_URL's host is not /),
+      ])
+    }
+    for (const bad of ['https://example.com', 'example.com/path', '.', 'exa mple.com', '-example.com']) {
+      expect(configError({ APP_KEY, SESSION_DOMAIN: bad }).problems).toEqual([
+        expect.stringMatching(/^SESSION_DOMAIN: /),
+      ])
+    }
+  })
+
+  test('REMEMBER_LIFETIME: 400 days in minutes by default, as Laravel; a positive whole number when set', () => {
+    const cwd = tempCwd()
+    expect(loadConfig({ APP_KEY }, cwd).session.rememberLifetimeMinutes).toBe(576_000)
+    expect(loadConfig({ APP_KEY, REMEMBER_LIFETIME: '60' }, cwd).session.rememberLifetimeMinutes).toBe(60)
+    for (const bad of ['0', '-1', '1.5', 'forever']) {
+      expect(configError({ APP_KEY, REMEMBER_LIFETIME: bad }).problems).toEqual([
+        expect.stringMatching(/^REMEMBER_LIFETIME: /),
+      ])
+    }
+  })
 })

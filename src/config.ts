@@ -25,6 +25,14 @@ const Env = Type.Object({
   SESSION_LIFETIME: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
   SESSION_ABSOLUTE_LIFETIME: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
   SESSION_SECURE_COOKIE: Type.Optional(Type.String({ pattern: '^(true|false|1|0|)$' })),
+  // A host name, optionally with Laravel's leading dot (`.example.com`).
+  SESSION_DOMAIN: Type.Optional(
+    Type.String({
+      maxLength: 253,
+      pattern: '^\\.?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$',
+    }),
+  ),
+  REMEMBER_LIFETIME: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
   TRUSTED_PROXIES: Type.Optional(Type.String({ maxLength: 4096 })),
   MAIL_URL: Type.Optional(Type.String({ pattern: '^smtps?://' })),
   OUTBOX_RETENTION_DAYS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,4}$' })),
@@ -108,6 +116,14 @@ export interface Config {
     readonly lifetimeMinutes: number
     readonly absoluteLifetimeMinutes: number
     readonly secureCookie: boolean
+    /**
+     * The Domain of the session, XSRF and remember cookies (SESSION_DOMAIN, leading dot dropped):
+     * `example.com` shares them with every subdomain (the SPA on app., the API on api.); unset,
+     * they belong to the API's host alone.
+     */
+    readonly domain: string | undefined
+    /** How long "remember me" keeps a device signed in, in minutes (REMEMBER_LIFETIME). */
+    readonly rememberLifetimeMinutes: number
   }
   /**
    * The load balancers whose X-Forwarded-For (and -Proto, -Host) is believed: addresses, CIDR ranges,
@@ -320,10 +336,17 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
     )
   }
   checkStorage(env, problems)
+  const appUrl = (env.APP_URL ?? `http://localhost:${port}`).replace(/\/+$/, '')
+  const sessionDomain = env.SESSION_DOMAIN?.replace(/^\./, '').toLowerCase()
+  const sessionDomainMalformed = problems.some((problem) => problem.startsWith('SESSION_DOMAIN:'))
+  if (sessionDomain !== undefined && !sessionDomainMalformed && !hostBelongsTo(appUrl, sessionDomain)) {
+    problems.push(
+      `SESSION_DOMAIN: APP_URL's host is not ${sessionDomain} or under it: the browser would refuse the cookies`,
+    )
+  }
   if (problems.length > 0) throw new ConfigError(problems)
 
   const dataDir = resolve(cwd, env.DATA_DIR ?? 'storage')
-  const appUrl = (env.APP_URL ?? `http://localhost:${port}`).replace(/\/+$/, '')
   return Object.freeze({
     env: nodeEnv,
     host: env.HOST ?? '127.0.0.1',
@@ -345,6 +368,9 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
         env.SESSION_SECURE_COOKIE === undefined
           ? appUrl.startsWith('https://')
           : env.SESSION_SECURE_COOKIE === 'true' || env.SESSION_SECURE_COOKIE === '1',
+      domain: sessionDomain,
+      // Laravel's 400 days (576,000 minutes), also the longest a browser keeps a cookie.
+      rememberLifetimeMinutes: Number(env.REMEMBER_LIFETIME ?? 576_000),
     }),
     trustedProxies: Object.freeze(trustedProxies),
     mail: Object.freeze({ url: env.MAIL_URL, from: env.MAIL_FROM ?? 'Trading App <no-reply@localhost>' }),
@@ -394,6 +420,17 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
     }),
     storage: storageSettings(env),
   })
+}
+
+/** Whether the host of `url` is `domain` or one of its subdomains (what a browser checks of a cookie's Domain). */
+function hostBelongsTo(url: string, domain: string): boolean {
+  let host: string
+  try {
+    host = new URL(url).hostname.toLowerCase()
+  } catch {
+    return false
+  }
+  return host === domain || host.endsWith(`.${domain}`)
 }
 
 /** STORAGE_DRIVER and the S3_* it needs; problems name variables, never their (secret) values. */

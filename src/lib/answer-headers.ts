@@ -11,9 +11,13 @@ export function requestIdOf(header: string | string[] | undefined): string {
 }
 
 /**
- * Strict-Transport-Security for an https APP_URL: browsers must never reach it over plain http
- * again (a year, as is usual); none otherwise.
+ * The headers every answer carries, whatever route or lane made it: `X-Content-Type-Options:
+ * nosniff`, so no browser runs an answer (a JSON error, an upload served back) as something it is
+ * not; and, for an https APP_URL, Strict-Transport-Security, so browsers never reach it over plain
+ * http again (a year, as is usual).
  */
-export function transportSecurityHeaders(appUrl: string): HeaderPairs {
-  return appUrl.startsWith('https://') ? [['strict-transport-security', 'max-age=31536000']] : []
+export function everyAnswerHeaders(appUrl: string): HeaderPairs {
+  const headers: [string, string][] = [['x-content-type-options', 'nosniff']]
+  if (appUrl.startsWith('https://')) headers.push(['strict-transport-security', 'max-age=31536000'])
+  return Object.freeze(headers)
 }

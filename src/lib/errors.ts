@@ -28,6 +28,8 @@ export const unauthenticated = () => new HttpError(401, 'Unauthenticated.')
 export const forbidden = (message = 'This action is unauthorized.') => new HttpError(403, message)
 export const notFound = (message = 'Not Found') => new HttpError(404, message)
 export const csrfMismatch = () => new HttpError(419, 'CSRF token mismatch.')
+/** Laravel 13's PreventRequestForgery: an unsafe request sent from a page of a foreign origin. */
+export const originMismatch = () => new HttpError(403, 'Origin mismatch.')
 export const emailNotVerified = () => new HttpError(403, 'Your email address is not verified.')
 /** Laravel's RequirePassword middleware, to a JSON client: the password was not confirmed lately. */
 export const passwordConfirmationRequired = () => new HttpError(423, 'Password confirmation required.')

@@ -48,6 +48,16 @@ describe('CORS', () => {
     const res = await fetch(`${t.baseUrl}/up`, { headers: { origin: SPA_ORIGIN } })
     expect(res.headers.get('access-control-allow-origin')).toBe(SPA_ORIGIN)
     expect(res.headers.get('access-control-allow-credentials')).toBe('true')
-    expect(res.headers.get('access-control-expose-headers')?.toLowerCase()).toContain('x-request-id')
+    const exposed = (res.headers.get('access-control-expose-headers') ?? '').toLowerCase().split(/,\s*/)
+    expect(exposed).toEqual(
+      expect.arrayContaining([
+        'x-request-id',
+        'x-cache',
+        'retry-after',
+        'x-ratelimit-limit',
+        'x-ratelimit-remaining',
+        'x-ratelimit-reset',
+      ]),
+    )
   })
 })

@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../test/helpers/build-test-app.ts'
+import { buildTestApp, TEST_APP_KEY, type TestApp } from '../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../test/helpers/client.ts'
+import { sessionCsrfToken } from '../../test/helpers/csrf.ts'
 import { signedInClient } from '../../test/helpers/factories.ts'
+import { encryptSecret } from '../lib/encryption.ts'
+import { sealXsrfToken } from '../lib/xsrf.ts'
 
 let t: TestApp
 beforeAll(async () => {
@@ -23,6 +26,8 @@ beforeAll(async () => {
 afterAll(() => t.close())
 
 const mismatch = { message: 'CSRF token mismatch.' }
+
+const rawCsrfToken = (client: TestClient) => sessionCsrfToken(t, client)
 
 describe('CSRF', () => {
   it('answers 419 to a mutation without a session', async () => {
@@ -60,34 +65,103 @@ describe('CSRF', () => {
     expect(res.status).toBe(419)
   })
 
-  it('accepts the token as X-XSRF-TOKEN (URL-encoded), X-CSRF-TOKEN, or a _token field', async () => {
+  it("accepts the XSRF-TOKEN cookie's value as X-XSRF-TOKEN (URL-encoded or not)", async () => {
     const client = new TestClient(t.baseUrl)
     await client.csrf()
-    const token = client.cookies.get('XSRF-TOKEN') ?? ''
-    const viaXsrf = await client.post(
+    const cookie = client.cookies.get('XSRF-TOKEN') ?? ''
+    for (const header of [cookie, decodeURIComponent(cookie)]) {
+      const res = await client.post(
+        '/test/echo',
+        { a: 1 },
+        { withoutCsrf: true, headers: { 'x-xsrf-token': header } },
+      )
+      expect(res.status).toBe(200)
+    }
+  })
+
+  it("refuses the cookie's value as a _token field or X-CSRF-TOKEN: a page that reads the cookie cannot post a form with it", async () => {
+    const client = new TestClient(t.baseUrl)
+    await client.csrf()
+    const cookie = decodeURIComponent(client.cookies.get('XSRF-TOKEN') ?? '')
+    const asHeader = await client.post(
       '/test/echo',
-      { a: 1 },
-      {
-        withoutCsrf: true,
-        headers: { 'x-xsrf-token': encodeURIComponent(token) },
-      },
+      {},
+      { withoutCsrf: true, headers: { 'x-csrf-token': cookie } },
     )
-    expect(viaXsrf.status).toBe(200)
+    expect(asHeader.status).toBe(419)
+    expect(asHeader.data).toEqual(mismatch)
+    expect((await client.post('/test/echo', { _token: cookie }, { withoutCsrf: true })).status).toBe(419)
+    const asForm = await client.post('/test/echo', undefined, {
+      withoutCsrf: true,
+      raw: `_token=${encodeURIComponent(cookie)}`,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    })
+    expect(asForm.status).toBe(419)
+    // A _token field is read first, as Laravel does: a wrong one is not rescued by the header.
+    const both = await client.post(
+      '/test/echo',
+      { _token: cookie },
+      { withoutCsrf: true, headers: { 'x-xsrf-token': cookie } },
+    )
+    expect(both.status).toBe(419)
+  })
+
+  it('accepts the raw session token, which no cookie carries, as a _token field or X-CSRF-TOKEN', async () => {
+    const client = new TestClient(t.baseUrl)
+    await client.csrf()
+    const raw = await rawCsrfToken(client)
+    expect(decodeURIComponent(client.cookies.get('XSRF-TOKEN') ?? '')).not.toContain(raw)
     const viaHeader = await client.post(
       '/test/echo',
       { a: 2 },
-      { withoutCsrf: true, headers: { 'x-csrf-token': token } },
+      { withoutCsrf: true, headers: { 'x-csrf-token': raw } },
     )
     expect(viaHeader.status).toBe(200)
-    const viaField = await client.post('/test/echo', { _token: token }, { withoutCsrf: true })
-    expect(viaField.status).toBe(200)
+    expect((await client.post('/test/echo', { _token: raw }, { withoutCsrf: true })).status).toBe(200)
     const viaForm = await client.post('/test/echo', undefined, {
       withoutCsrf: true,
-      raw: `_token=${encodeURIComponent(token)}&a=3`,
+      raw: `_token=${encodeURIComponent(raw)}&a=3`,
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
     })
     expect(viaForm.status).toBe(200)
     expect(viaForm.data.body.a).toBe('3')
+    // The raw token is no X-XSRF-TOKEN: that header takes only a value sealed with APP_KEY.
+    const rawAsXsrf = await client.post(
+      '/test/echo',
+      {},
+      { withoutCsrf: true, headers: { 'x-xsrf-token': raw } },
+    )
+    expect(rawAsXsrf.status).toBe(419)
+  })
+
+  it('refuses an X-XSRF-TOKEN altered, sealed under another APP_KEY, or sealed for another purpose', async () => {
+    const client = new TestClient(t.baseUrl)
+    await client.csrf()
+    const raw = await rawCsrfToken(client)
+    const cookie = decodeURIComponent(client.cookies.get('XSRF-TOKEN') ?? '')
+    const flipped = `${cookie.slice(0, -2)}${cookie.endsWith('A') ? 'B' : 'A'}${cookie.slice(-1)}`
+    const otherKey = `base64:${Buffer.alloc(32, 7).toString('base64')}`
+    for (const forged of [
+      flipped,
+      sealXsrfToken(raw, otherKey),
+      encryptSecret(raw, TEST_APP_KEY),
+      'x'.repeat(10_000),
+      '%E0%A4%A',
+    ]) {
+      const res = await client.post(
+        '/test/echo',
+        {},
+        { withoutCsrf: true, headers: { 'x-xsrf-token': forged } },
+      )
+      expect(res.status).toBe(419)
+    }
+    // The same token sealed again under the right key passes: the seal, not the bytes, is checked.
+    const resealed = await client.post(
+      '/test/echo',
+      {},
+      { withoutCsrf: true, headers: { 'x-xsrf-token': sealXsrfToken(raw, TEST_APP_KEY) } },
+    )
+    expect(resealed.status).toBe(200)
   })
 
   it('checks every mutating method but not reads', async () => {

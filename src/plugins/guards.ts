@@ -3,6 +3,7 @@ import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyReques
 import fp from 'fastify-plugin'
 import type { UserRow } from '../db/schema/index.ts'
 import { csrfMismatch, emailNotVerified, forbidden, type HttpError, unauthenticated } from '../lib/errors.ts'
+import { unsealXsrfToken } from '../lib/xsrf.ts'
 
 export type AuthGuard = 'session' | 'verified' | 'admin'
 
@@ -62,18 +63,26 @@ export function signedInUser(request: FastifyRequest): UserRow {
 
 const MUTATIONS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
-function presentedCsrfToken(request: FastifyRequest): string | undefined {
+/**
+ * The CSRF token a mutation presents, as Laravel's VerifyCsrfToken reads it: a `_token` field or
+ * X-CSRF-TOKEN carry the raw session token (which this API never puts in a cookie); only when
+ * neither is sent, X-XSRF-TOKEN carries the XSRF-TOKEN cookie's sealed value (URL-decoded), opened
+ * with APP_KEY. So the cookie's value posted as a form field is no token at all.
+ */
+function presentedCsrfToken(request: FastifyRequest, appKey: string): string | undefined {
   const body = request.body as { _token?: unknown } | undefined
   if (body && typeof body === 'object' && typeof body._token === 'string') return body._token
   const header = request.headers['x-csrf-token']
   if (typeof header === 'string') return header
   const xsrf = request.headers['x-xsrf-token']
   if (typeof xsrf !== 'string') return undefined
+  let sealed: string
   try {
-    return decodeURIComponent(xsrf)
+    sealed = decodeURIComponent(xsrf)
   } catch {
     return undefined
   }
+  return unsealXsrfToken(sealed, appKey)
 }
 
 // Hashing first gives equal lengths, so the comparison takes the same time whatever was sent.
@@ -85,7 +94,7 @@ export const sameToken = (a: string, b: string) => timingSafeEqual(digest(a), di
  * Route options become checks, in Laravel's middleware order: CSRF, then who the caller is, then the
  * throttle. They run before schema validation, so a guest sending garbage gets 419/401, not 422.
  */
-async function guardsPlugin(app: FastifyInstance) {
+async function guardsPlugin(app: FastifyInstance, { appKey }: { appKey: string }) {
   const routeTable: RouteTableEntry[] = []
   app.decorate('routeTable', routeTable as readonly RouteTableEntry[])
 
@@ -113,7 +122,7 @@ async function guardsPlugin(app: FastifyInstance) {
     if (noStore) reply.header('cache-control', 'no-store')
     if (MUTATIONS.has(request.method) && csrf !== false) {
       const expected = request.session?.row.payload.csrfToken
-      const presented = presentedCsrfToken(request)
+      const presented = presentedCsrfToken(request, appKey)
       if (!expected || !presented || !sameToken(expected, presented)) throw csrfMismatch()
     }
     const refusal = auth && authRefusal(auth, request.user)

@@ -94,3 +94,30 @@ describe('on an http APP_URL', () => {
     expect(regenerated.headers.get('cache-control')).toBe('no-store')
   })
 })
+
+describe('on every answer', () => {
+  let t: TestApp
+  beforeAll(async () => {
+    t = await buildTestApp()
+  })
+  afterAll(() => t?.close())
+
+  it('answers X-Content-Type-Options: nosniff, errors and preflights included', async () => {
+    const { client } = await signedInClient(t)
+    const guest = new TestClient(t.baseUrl)
+    const answers = await Promise.all([
+      client.get('/api/user'),
+      guest.get('/api/user'),
+      guest.get('/no-such-page'),
+      client.post('/api/user/settings', 'not an object'),
+      guest.post('/api/user/settings', {}, { withoutCsrf: true }),
+      guest.post('/api/user/settings', {}, { headers: { origin: 'https://elsewhere.example' } }),
+      guest.request('OPTIONS', '/api/login', undefined, {
+        headers: { 'access-control-request-method': 'POST' },
+      }),
+      guest.get('/up'),
+    ])
+    expect(answers.map((res) => res.status)).toEqual([200, 401, 404, 422, 419, 403, 204, 200])
+    for (const res of answers) expect(res.headers.get('x-content-type-options')).toBe('nosniff')
+  })
+})

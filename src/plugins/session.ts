@@ -9,6 +9,8 @@ import type { SessionPayload, SessionRow, UserRow } from '../db/schema/index.ts'
 import { createPeriodicTask } from '../lib/periodic.ts'
 import { type CachedSession, createSessionCache } from '../lib/session-cache.ts'
 import { userChanges } from '../lib/user-changes.ts'
+import { sealXsrfToken } from '../lib/xsrf.ts'
+import { createRememberTokensService } from '../modules/sessions/remember-tokens.service.ts'
 import {
   type ActiveSession,
   createSessionsService,
@@ -17,6 +19,8 @@ import {
 
 export const SESSION_COOKIE = 'app_session'
 export const XSRF_COOKIE = 'XSRF-TOKEN'
+/** "Remember me": HttpOnly, long-lived; it starts a new session once the old one has ended. */
+export const REMEMBER_COOKIE = 'app_remember'
 // Longer than any token this service issues: such a cookie names no session, unhashed and unlooked-up.
 const MAX_TOKEN_LENGTH = 100
 const PUBLIC_CACHING = /(^|,)\s*public\s*(,|=|$)/i
@@ -27,16 +31,25 @@ export const SESSION_SWEEP_EVERY_MS = 10 * 60_000
 export interface SessionControl {
   /** The request's session, opening a guest one when it has none (CSRF cookie route). */
   ensure(request: FastifyRequest): Promise<ActiveSession>
-  /** Signs the user in on a brand-new session id and CSRF token (fixation defence); the old one ends. */
-  signIn(request: FastifyRequest, user: UserRow): Promise<void>
-  /** Ends the session and opens a fresh guest one, so the app can sign in again without a new CSRF call. */
+  /**
+   * Signs the user in on a brand-new session id and CSRF token (fixation defence); the old one ends,
+   * and the device's old "remember me" with it. `remember` remembers the device (REMEMBER_LIFETIME).
+   */
+  signIn(request: FastifyRequest, user: UserRow, options?: { remember?: boolean }): Promise<void>
+  /**
+   * Ends the session and forgets the device, and opens a fresh guest session, so the app can sign
+   * in again without a new CSRF call.
+   */
   signOut(request: FastifyRequest): Promise<void>
   /**
    * Replaces the session with a fresh guest one (new id and CSRF token) carrying `payload`, e.g. a
    * login waiting for its second factor; whoever was signed in on the old one is signed out.
    */
   restartAsGuest(request: FastifyRequest, payload: Omit<SessionPayload, 'csrfToken'>): Promise<void>
-  /** Ends every session of a user (password reset, block, deletion), but the request's own when given. */
+  /**
+   * Ends every session of a user and forgets every remembered device (password change or reset,
+   * block), but the request's own session and device when given.
+   */
   endSessionsOf(userId: number, except?: FastifyRequest): Promise<void>
   /** Stores `changes` in the request's session payload (a password confirmation), for its next requests. */
   updatePayload(request: FastifyRequest, changes: Omit<Partial<SessionPayload>, 'csrfToken'>): Promise<void>
@@ -54,6 +67,10 @@ declare module 'fastify' {
   interface FastifyRequest {
     session: ActiveSession | null
     user: UserRow | null
+    /** The Set-Cookie line for the remember cookie this answer carries (issued or cleared), if any. */
+    rememberCookie: string | null
+    /** The session cookie was looked up and names no live session: the answer clears it. */
+    sessionCookieStale: boolean
   }
   interface FastifyInstance {
     sessionControl: SessionControl
@@ -66,6 +83,11 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     clock: app.clock,
     lifetimeMinutes: config.session.lifetimeMinutes,
     absoluteLifetimeMinutes: config.session.absoluteLifetimeMinutes,
+  })
+  const remember = createRememberTokensService({
+    db: app.db,
+    clock: app.clock,
+    lifetimeMinutes: config.session.rememberLifetimeMinutes,
   })
   const cache = createSessionCache<SessionRow, UserRow>((entry) => entry.session.userId)
   type CachedEntry = CachedSession<SessionRow, UserRow>
@@ -83,7 +105,7 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
   // never by the request that happens to run it (Laravel's lottery made one request in fifty pay for
   // the whole table). Every instance sweeps; the delete is the same whoever runs it. Requests do not
   // wait for it: each checks its own session's expiry (keepAlive), cached or not.
-  const sweeper = createPeriodicTask(() => sessions.sweepExpired(), {
+  const sweeper = createPeriodicTask(() => Promise.all([sessions.sweepExpired(), remember.sweepExpired()]), {
     everyMs: SESSION_SWEEP_EVERY_MS,
     onError: (error) => app.log.warn({ err: error }, 'sessions: the sweep of expired sessions failed'),
   })
@@ -96,19 +118,32 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
 
   const maxAge = config.session.lifetimeMinutes * 60
   const absoluteLifetime = config.session.absoluteLifetimeMinutes * 60
-  const cookieBase = { path: '/', sameSite: 'lax', secure: config.session.secureCookie } as const
-  // The one cookie this service reads, and what it writes, with the `cookie` package (what
+  const cookieBase = {
+    path: '/',
+    sameSite: 'lax',
+    secure: config.session.secureCookie,
+    domain: config.session.domain,
+  } as const
+  // The cookies this service reads, and what it writes, with the `cookie` package (what
   // @fastify/cookie wraps; that plugin parsed every cookie into a new object and kept a Map per reply).
   const tokenIn = (cookieHeader: string | undefined): string | undefined =>
     cookieHeader ? parseCookie(cookieHeader)[SESSION_COOKIE] : undefined
-  const presentedToken = (request: FastifyRequest) => tokenIn(request.headers.cookie)
-  const expiredSessionCookie = stringifySetCookie({
-    name: SESSION_COOKIE,
-    value: '',
-    ...cookieBase,
-    maxAge: 0,
-    expires: new Date(0),
-  })
+  const presentedRememberToken = (request: FastifyRequest): string | undefined =>
+    request.headers.cookie ? parseCookie(request.headers.cookie)[REMEMBER_COOKIE] : undefined
+  const expiredCookie = (name: string) =>
+    stringifySetCookie({ name, value: '', ...cookieBase, maxAge: 0, expires: new Date(0) })
+  const expiredSessionCookie = expiredCookie(SESSION_COOKIE)
+  const expiredRememberCookie = expiredCookie(REMEMBER_COOKIE)
+  const rememberMaxAge = config.session.rememberLifetimeMinutes * 60
+  const rememberCookie = (token: string) =>
+    stringifySetCookie({
+      name: REMEMBER_COOKIE,
+      value: token,
+      ...cookieBase,
+      httpOnly: true,
+      maxAge: rememberMaxAge,
+      expires: new Date(app.clock.nowMs() + rememberMaxAge * 1000),
+    })
 
   const clientInfo = (request: FastifyRequest) => ({
     ipAddress: request.ip ?? null,
@@ -121,28 +156,88 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     await forgetSession(session)
   }
 
+  /**
+   * Ends the request's session and forgets its device: the one its session was remembered by and
+   * the one its remember cookie names (cleared in the answer), so the next user of this browser
+   * cannot come back as the last one.
+   */
+  const endAndForgetDevice = async (request: FastifyRequest) => {
+    const devices = new Set<string>()
+    const ofSession = request.session?.row.rememberTokenId
+    if (ofSession) devices.add(ofSession)
+    const presented = presentedRememberToken(request)
+    if (presented !== undefined) {
+      if (presented.length > 0 && presented.length <= MAX_TOKEN_LENGTH) devices.add(sessionIdOf(presented))
+      request.rememberCookie = expiredRememberCookie
+    }
+    if (devices.size > 0) await remember.forget([...devices])
+    for (const id of devices) restoring.delete(id)
+    await end(request.session)
+  }
+
+  /**
+   * Starts a session from a remember cookie, when the device is still remembered. Requests that
+   * arrive together with the same cookie (the app's first burst after a pause) share the one new
+   * session for a few seconds; each still resolves it as any session, and one that has ended
+   * meanwhile is not handed out: the device is redeemed again.
+   */
+  const restoring = new LRUCache<string, Promise<string | undefined>>({ max: 10_000, ttl: 10_000 })
+  const startFromDevice = (request: FastifyRequest, rememberToken: string, device: string) => {
+    const client = clientInfo(request)
+    const started = remember.redeem(rememberToken).then(async (found) => {
+      if (!found) return undefined
+      const session = await sessions.open({ userId: found.user.id, ...client, rememberTokenId: found.row.id })
+      return session.token
+    })
+    restoring.set(device, started)
+    started.catch(() => restoring.delete(device))
+    return started
+  }
+  const restore = async (request: FastifyRequest, rememberToken: string) => {
+    if (rememberToken.length === 0 || rememberToken.length > MAX_TOKEN_LENGTH) {
+      request.rememberCookie = expiredRememberCookie
+      return
+    }
+    const device = sessionIdOf(rememberToken)
+    const shared = restoring.get(device)
+    let sessionToken = await (shared ?? startFromDevice(request, rememberToken, device))
+    if (sessionToken !== undefined) await resolve(request, sessionToken)
+    if (shared && sessionToken !== undefined && !request.session) {
+      sessionToken = await startFromDevice(request, rememberToken, device)
+      if (sessionToken !== undefined) await resolve(request, sessionToken)
+    }
+    if (!request.user) request.rememberCookie = expiredRememberCookie
+  }
+
   const control: SessionControl = {
     async ensure(request) {
       request.session ??= await sessions.open({ userId: null, ...clientInfo(request) })
       return request.session
     },
-    async signIn(request, user) {
-      await end(request.session)
-      request.session = await sessions.open({ userId: user.id, ...clientInfo(request) })
+    async signIn(request, user, options = {}) {
+      await endAndForgetDevice(request)
+      let rememberTokenId: string | null = null
+      if (options.remember) {
+        const device = await remember.issue({ userId: user.id, ...clientInfo(request) })
+        rememberTokenId = device.row.id
+        request.rememberCookie = rememberCookie(device.token)
+      }
+      request.session = await sessions.open({ userId: user.id, ...clientInfo(request), rememberTokenId })
       request.user = user
     },
     async signOut(request) {
-      await end(request.session)
+      await endAndForgetDevice(request)
       request.session = await sessions.open({ userId: null, ...clientInfo(request) })
       request.user = null
     },
     async restartAsGuest(request, payload) {
-      await end(request.session)
+      await endAndForgetDevice(request)
       request.session = await sessions.open({ userId: null, ...clientInfo(request), payload })
       request.user = null
     },
     async endSessionsOf(userId, except) {
       await sessions.destroyForUser(userId, except?.session ?? undefined)
+      await remember.forgetAllOf(userId, except?.session?.row.rememberTokenId)
       await forgetUser(userId)
     },
     async updatePayload(request, changes) {
@@ -165,6 +260,8 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
   app.decorate('sessionControl', control)
   app.decorateRequest('session', null)
   app.decorateRequest('user', null)
+  app.decorateRequest('rememberCookie', null)
+  app.decorateRequest('sessionCookieStale', false)
 
   // The token's hash is the row id; hashing every request's cookie cost more than the rest of the
   // session lookup, so each live token's id is remembered (tokens are in memory per request anyway).
@@ -211,13 +308,19 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     if (!entry) {
       const began = cache.begin()
       const found = await sessions.lookup(token)
-      if (!found) return
+      if (!found) {
+        request.sessionCookieStale = true
+        return
+      }
       entry = { session: found.session.row, user: found.user && Object.freeze(found.user) }
       cache.store(id, entry, began)
       if (adopt(request, token, entry)) return
     }
     const session: ActiveSession = { token, row: { ...entry.session } }
-    if (!(await sessions.keepAlive(session))) return void (await forgetSession(session))
+    if (!(await sessions.keepAlive(session))) {
+      request.sessionCookieStale = true
+      return void (await forgetSession(session))
+    }
     entry.session.lastActivity = session.row.lastActivity
     request.session = session
     if (session.row.userId === null) return
@@ -225,20 +328,39 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     if (!entry.user || entry.user.blockedAt) {
       await end(session)
       request.session = null
+      request.sessionCookieStale = true
       return
     }
     request.user = entry.user
   }
 
-  // A session held in memory and live resolves without a promise; anything else goes through `settle`.
-  app.addHook('onRequest', (request, _reply, done) => {
-    if (request.method === 'OPTIONS') return done()
-    const token = presentedToken(request)
-    if (!token || token.length > MAX_TOKEN_LENGTH) return done()
+  /** Puts the session a cookie value names on the request, when it is live (its user's too). */
+  const resolve = (request: FastifyRequest, token: string): Promise<void> | undefined => {
     const id = sessionIdOf(token)
     const entry = cache.get(id)
-    if (entry && adopt(request, token, entry)) return done()
-    settle(request, token, id, entry).then(() => done(), done)
+    if (entry && adopt(request, token, entry)) return undefined
+    return settle(request, token, id, entry)
+  }
+
+  // A session held in memory and live resolves without a promise; anything else goes through `settle`.
+  // Without a live session, a remember cookie starts one.
+  app.addHook('onRequest', (request, _reply, done) => {
+    if (request.method === 'OPTIONS' || !request.headers.cookie) return done()
+    const cookies = parseCookie(request.headers.cookie)
+    const token = cookies[SESSION_COOKIE]
+    const rememberToken = cookies[REMEMBER_COOKIE]
+    if (token !== undefined && token.length > MAX_TOKEN_LENGTH) {
+      request.sessionCookieStale = true
+    }
+    const resolving = token && !request.sessionCookieStale ? resolve(request, token) : undefined
+    if (rememberToken === undefined) {
+      if (resolving) resolving.then(() => done(), done)
+      else done()
+      return
+    }
+    Promise.resolve(resolving)
+      .then(() => (request.session ? undefined : restore(request, rememberToken)))
+      .then(() => done(), done)
   })
 
   // Sliding expiry, as Laravel: both cookies are sent again on every response of a live session,
@@ -270,7 +392,12 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     const options = { ...cookieBase, maxAge: cookieMaxAge, expires }
     const lines = [
       stringifySetCookie({ name: SESSION_COOKIE, value: session.token, ...options, httpOnly: true }),
-      stringifySetCookie({ name: XSRF_COOKIE, value: csrfToken, ...options, httpOnly: false }),
+      stringifySetCookie({
+        name: XSRF_COOKIE,
+        value: sealXsrfToken(csrfToken, config.appKey),
+        ...options,
+        httpOnly: false,
+      }),
     ]
     cookieLines.set(session.row.id, {
       expiresSecond,
@@ -291,10 +418,12 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     if (request.session) {
       // Appended to whatever Set-Cookie lines the route wrote (fastify copies the array).
       reply.header('set-cookie', setCookieLines(request.session, app.clock.nowMs()))
-    } else if (presentedToken(request)) {
-      // A cookie naming no live session is cleared (appended, as above).
+    } else if (request.sessionCookieStale) {
+      // A cookie the lookup found naming no live session is cleared (appended, as above); one never
+      // looked up (a request refused before, OPTIONS) is left as it is.
       reply.header('set-cookie', expiredSessionCookie)
     }
+    if (request.rememberCookie) reply.header('set-cookie', request.rememberCookie)
     done(null, payload)
   })
 }

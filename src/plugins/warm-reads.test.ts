@@ -98,6 +98,7 @@ describe('a warm read, answered by the lane', () => {
     expect(laned.text).toBe(viaFastify.text)
     expect(JSON.parse(laned.text)).toEqual(expect.any(Array))
     expect(laned.headers.get('x-cache')).toBe('HIT')
+    expect(laned.headers.get('x-content-type-options')).toBe('nosniff')
     expect(laned.headers.getSetCookie()).toHaveLength(2)
     const requestId = (res: typeof laned) => res.headers.get('x-request-id')
     if (extra['x-request-id']) {

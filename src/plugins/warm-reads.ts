@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyServerFactory, FastifyServerOptions } from
 import fp from 'fastify-plugin'
 import type { Config } from '../config.ts'
 import type { UserRow } from '../db/schema/index.ts'
-import { type HeaderPairs, requestIdOf, transportSecurityHeaders } from '../lib/answer-headers.ts'
+import { everyAnswerHeaders, type HeaderPairs, requestIdOf } from '../lib/answer-headers.ts'
 import { authRefusal, type ThrottleRule } from './guards.ts'
 
 /**
@@ -79,7 +79,7 @@ async function warmReadsPlugin(app: FastifyInstance, { config }: { config: Confi
   // request.ip as Fastify gives it: behind TRUSTED_PROXIES, the client their X-Forwarded-For names.
   const trust = config.trustedProxies.length > 0 ? proxyAddr.compile([...config.trustedProxies]) : undefined
   const clientIp = (req: IncomingMessage) => (trust ? proxyAddr(req, trust) : req.socket.remoteAddress)
-  const transportSecurity = transportSecurityHeaders(config.appUrl)
+  const answerHeaders = everyAnswerHeaders(config.appUrl)
   const { draining } = app.shutdown
 
   // The same entry answers many requests in a row: its length is measured once.
@@ -117,7 +117,7 @@ async function warmReadsPlugin(app: FastifyInstance, { config }: { config: Confi
     for (const [name, value] of limits) raw.push(name, value)
     for (const [name, value] of read.headers) raw.push(name, value)
     raw.push('x-request-id', requestId)
-    for (const [name, value] of transportSecurity) raw.push(name, value)
+    for (const [name, value] of answerHeaders) raw.push(name, value)
     for (const line of app.sessionControl.responseCookies(signedIn.session)) raw.push('set-cookie', line)
     if (body !== lastBody) {
       lastBody = body

@@ -5,7 +5,7 @@
  * an SPA on localhost:3000 talking to localhost:8000. Chromium enforces CORS for real here, so the
  * test also proves that an origin outside FRONTEND_URL gets nothing.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -13,19 +13,8 @@ import { join } from 'node:path'
 import { type BrowserContext, chromium } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildTestApp, type TestApp } from '../helpers/build-test-app.ts'
+import { CHROMIUM, CHROMIUM_ARGS, requireChromium } from '../helpers/chromium.ts'
 import { createUser } from '../helpers/factories.ts'
-
-const CHROMIUM = '/usr/bin/chromium'
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-]
 
 const axiosSource = readFileSync(new URL('../../node_modules/axios/dist/axios.min.js', import.meta.url))
 
@@ -119,11 +108,7 @@ describe('cross-origin sign-in from a browser (Chromium)', () => {
   let profileDir: string
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(
-        `${CHROMIUM} is missing: run \`bash scripts/ensure-test-deps.sh\` (npm test runs it first)`,
-      )
-    }
+    requireChromium()
     spa = await startSpaServer()
     foreign = await startSpaServer()
     t = await buildTestApp({ env: { FRONTEND_URL: `http://spa.test:5173,${spa.origin}` } })
@@ -131,7 +116,7 @@ describe('cross-origin sign-in from a browser (Chromium)', () => {
     context = await chromium.launchPersistentContext(profileDir, {
       executablePath: CHROMIUM,
       headless: true,
-      args: CHROMIUM_ARGS,
+      args: [...CHROMIUM_ARGS],
     })
   })
 

@@ -31,6 +31,8 @@ export interface TestAppOptions {
   knowledgeBaseDir?: string
   /** Registers test-only routes (to exercise a guard or a failure) before the app starts listening. */
   extend?: (app: FastifyInstance) => void | Promise<void>
+  /** The loopback port to listen on (from freePort(), so APP_URL can name it); any free one when left out. */
+  port?: number
 }
 
 /** Builds a test config: the same loader as production, fed a fixed environment. */
@@ -55,7 +57,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     knowledgeBaseDir: options.knowledgeBaseDir,
   })
   await options.extend?.(app)
-  await app.listen({ host: '127.0.0.1', port: 0 })
+  await app.listen({ host: '127.0.0.1', port: options.port ?? 0 })
   const address = app.server.address()
   if (!address || typeof address === 'string') throw new Error('test app did not bind a port')
   return {

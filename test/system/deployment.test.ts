@@ -78,7 +78,13 @@ describe(`the deployment recipe: nginx over two instances, PostgreSQL ${viaPgBou
     } finally {
       rmSync(cwd, { recursive: true })
     }
-    expect(config).toMatchObject({ env: 'production', databasePooler: 'none', trustedProxies: ['10.0.0.5'] })
+    expect(config).toMatchObject({
+      env: 'production',
+      databasePooler: 'none',
+      trustedProxies: ['10.0.0.5'],
+      // The SPA on app.example.com, the API on api.example.com: the cookies belong to both.
+      session: { domain: 'example.com' },
+    })
     expect(config.storage.driver).toBe('s3')
   })
 

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { bigint, index, integer, jsonb, pgTable, text, varchar } from 'drizzle-orm/pg-core'
+import { rememberTokens } from './remember-tokens.ts'
 import { users } from './users.ts'
 
 /** What a session carries besides its user: the CSRF token, a pending two-factor login. */
@@ -26,11 +27,17 @@ export const sessions = pgTable(
     lastActivity: integer('last_activity').notNull(),
     // When (unix seconds) the session began: it ends SESSION_ABSOLUTE_LIFETIME later, however active.
     createdAt: integer('created_at').notNull().default(sql`extract(epoch from now())::integer`),
+    // The remembered device this session belongs to: logout forgets it, "log out other sessions" keeps it.
+    rememberTokenId: varchar('remember_token_id', { length: 64 }).references(() => rememberTokens.id, {
+      onDelete: 'set null',
+    }),
   },
   (t) => [
     index('sessions_user_id_index').on(t.userId),
     index('sessions_last_activity_index').on(t.lastActivity),
     index('sessions_created_at_index').on(t.createdAt),
+    // Forgetting a device sets its sessions' column to null: found by this index, not a scan.
+    index('sessions_remember_token_id_index').on(t.rememberTokenId),
   ],
 )
 

@@ -95,7 +95,7 @@ export default async function authRoutes(fastify: FastifyInstance, { config }: {
         await app.sessionControl.restartAsGuest(request, { pendingLogin })
         return { two_factor: true }
       }
-      await app.sessionControl.signIn(request, user)
+      await app.sessionControl.signIn(request, user, { remember: request.body.remember ?? false })
       return { two_factor: false }
     },
   )

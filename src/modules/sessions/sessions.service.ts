@@ -13,7 +13,8 @@ export interface ActiveSession {
 // Writing last_activity on every request would make every read a write; a minute's precision is plenty.
 const TOUCH_AFTER_SECONDS = 60
 
-const randomToken = () => randomBytes(30).toString('base64url')
+/** A new secret cookie value: 30 random bytes, base64url. */
+export const randomSessionToken = () => randomBytes(30).toString('base64url')
 export const hashSessionToken = (token: string) => createHash('sha256').update(token).digest('hex')
 
 export function createSessionsService({
@@ -58,17 +59,20 @@ export function createSessionsService({
       ipAddress: string | null
       userAgent: string | null
       payload?: Omit<SessionPayload, 'csrfToken'>
+      /** The remembered device the session belongs to. */
+      rememberTokenId?: string | null
     }): Promise<ActiveSession> {
-      const token = randomToken()
+      const token = randomSessionToken()
       const now = unixSeconds(clock)
       const row: SessionRow = {
         id: hashSessionToken(token),
         userId: input.userId,
         ipAddress: input.ipAddress?.slice(0, 45) ?? null,
         userAgent: input.userAgent?.slice(0, 500) ?? null,
-        payload: { ...input.payload, csrfToken: randomToken() },
+        payload: { ...input.payload, csrfToken: randomSessionToken() },
         lastActivity: now,
         createdAt: now,
+        rememberTokenId: input.rememberTokenId ?? null,
       }
       await repo.insert(row)
       return { token, row }

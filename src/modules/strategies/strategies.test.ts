@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import type { TestApp } from '../../../test/helpers/build-test-app.ts'
 import type { TestClient } from '../../../test/helpers/client.ts'
+import { sessionCsrfToken } from '../../../test/helpers/csrf.ts'
 import { signedInClient } from '../../../test/helpers/factories.ts'
 import type { FakeUpstream } from '../../../test/helpers/fake-upstream.ts'
 import {
@@ -97,7 +98,7 @@ describe('free JSON bodies', () => {
   it('keep unknown members and nesting, and drop only the CSRF `_token`', async () => {
     const { client } = await signedInClient(t)
     fake.on('PUT', '/strategies/:id', { body: { data: 'ok' } })
-    const token = decodeURIComponent(client.cookies.get('XSRF-TOKEN') ?? '')
+    const token = await sessionCsrfToken(t, client)
     const body = { a: { b: { c: [1, { d: 'e' }] } }, 'odd key': true, zero: 0 }
     const res = await client.put('/api/strategies/1', { ...body, _token: token })
     expect(res.status).toBe(200)

@@ -41,8 +41,9 @@ export default async function supportRoutes(fastify: FastifyInstance, { config }
   app.post(
     '/api/contact-form',
     {
-      // The spec's one public form: a page without the SPA's CSRF cookie may post it.
-      config: { csrf: false, throttle: contactThrottle },
+      // The spec's one public form: a page without the SPA's CSRF cookie, of any origin (a marketing
+      // site), may post it.
+      config: { csrf: false, anyOrigin: true, throttle: contactThrottle },
       schema: {
         tags,
         summary: 'Write to support (mails ContactFormSubmitted)',

@@ -121,8 +121,9 @@ export default async function twoFactorRoutes(fastify: FastifyInstance, { config
       // A pending login that expired, or whose password changed since, is none: its codes count nowhere.
       const pending = await twoFactor.livePendingLogin(request.session?.row.payload.pendingLogin)
       const user = await lockout.attempt(pending, () => twoFactor.passChallenge(pending, request.body))
-      // A new session id and CSRF token; the pending login ends with the old session.
-      await app.sessionControl.signIn(request, user)
+      // A new session id and CSRF token; the pending login ends with the old session. Fortify's
+      // `login.remember`: the box ticked at the password step remembers the device now.
+      await app.sessionControl.signIn(request, user, { remember: pending?.remember ?? false })
       return { two_factor: false }
     },
   )

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../../test/helpers/client.ts'
+import { sessionCsrfToken } from '../../../test/helpers/csrf.ts'
 import { signedInClient } from '../../../test/helpers/factories.ts'
 
 let t: TestApp
@@ -180,8 +181,7 @@ describe('POST /api/user/{kind} limits', () => {
 
   it('a _token field (the CSRF token of a form post) is not stored', async () => {
     const { client } = await signedInClient(t)
-    await client.csrf()
-    const token = decodeURIComponent(client.cookies.get('XSRF-TOKEN') ?? '')
+    const token = await sessionCsrfToken(t, client)
     const res = await client.post(path, { _token: token, theme: 'dark' }, { withoutCsrf: true })
     expect(res).toMatchObject({ status: 200, data: { theme: 'dark' } })
     expect((await client.get(path)).data).toEqual({ theme: 'dark' })

@@ -183,7 +183,6 @@ export default async function messagesRoutes(
           'content-disposition',
           disposition(isDownloadOnly(file.mimeType) ? 'attachment' : 'inline', file.name),
         )
-        .header('x-content-type-options', 'nosniff')
         .header('content-security-policy', "default-src 'none'; sandbox")
         .header('cache-control', 'private, max-age=3600')
         .send(file.stream)

@@ -3,12 +3,14 @@ import type { FastifyInstance } from 'fastify'
 import type { Config } from '../../../config.ts'
 import { commonErrorResponses, MessageResponse } from '../../../lib/http-schemas.ts'
 import { signedInUser } from '../../../plugins/guards.ts'
+import { createRememberTokensService } from '../../sessions/remember-tokens.service.ts'
 import { createSessionsService } from '../../sessions/sessions.service.ts'
 import { createUsersService } from '../../users/users.service.ts'
 import { currentPasswordThrottle } from '../../users/users.throttles.ts'
 import { PasswordConfirmationBody } from '../profile.schemas.ts'
-import { presentBrowserSession } from './browser-sessions.presenters.ts'
+import { presentBrowserSession, presentRememberedDevice } from './browser-sessions.presenters.ts'
 import { BrowserSessionsResponse } from './browser-sessions.schemas.ts'
+import { createBrowserSessionsService } from './browser-sessions.service.ts'
 
 /** Jetstream's browser sessions: the user's own sessions, and signing out every other one. */
 export default async function browserSessionsRoutes(
@@ -23,6 +25,12 @@ export default async function browserSessionsRoutes(
     lifetimeMinutes: config.session.lifetimeMinutes,
     absoluteLifetimeMinutes: config.session.absoluteLifetimeMinutes,
   })
+  const remember = createRememberTokensService({
+    db: app.db,
+    clock: app.clock,
+    lifetimeMinutes: config.session.rememberLifetimeMinutes,
+  })
+  const browsers = createBrowserSessionsService({ sessions, remember })
   const tags = ['profile']
 
   app.get(
@@ -32,9 +40,13 @@ export default async function browserSessionsRoutes(
       schema: { tags, response: { 200: BrowserSessionsResponse, ...commonErrorResponses } },
     },
     async (request) => {
-      const rows = await sessions.listForUser(signedInUser(request).id)
+      const entries = await browsers.list(signedInUser(request).id)
       const now = app.clock.now()
-      return rows.map((row) => presentBrowserSession(row, request.session?.row.id, now))
+      return entries.map((entry) =>
+        'session' in entry
+          ? presentBrowserSession(entry.session, request.session?.row.id, now)
+          : presentRememberedDevice(entry.device, now),
+      )
     },
   )
 

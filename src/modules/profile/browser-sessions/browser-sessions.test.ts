@@ -55,6 +55,7 @@ describe('GET /api/user-profile/sessions', () => {
         is_current_device: true,
         last_active: '0 seconds ago',
         last_active_at: expect.stringMatching(laravelDate),
+        remembered: false,
       },
       {
         agent: expect.any(Object),
@@ -62,6 +63,7 @@ describe('GET /api/user-profile/sessions', () => {
         is_current_device: false,
         last_active: '7 minutes ago',
         last_active_at: expect.stringMatching(laravelDate),
+        remembered: false,
       },
     ])
     const now = Math.floor(t.clock.nowMs() / 1000) * 1000

@@ -84,7 +84,6 @@ export default async function profilePhotosRoutes(fastify: FastifyInstance, { co
       return reply
         .header('content-type', photo.contentType)
         .header('content-length', photo.size)
-        .header('x-content-type-options', 'nosniff')
         .header('cache-control', 'public, max-age=31536000, immutable')
         .send(photo.stream)
     },
