@@ -7,8 +7,8 @@ import { everyAnswerHeaders, requestIdOf } from './lib/answer-headers.ts'
 import { type Clock, systemClock } from './lib/clock.ts'
 import { lazyChildLogger } from './lib/lazy-logger.ts'
 import { createLoggers, wantsPrettyLogs } from './lib/logging.ts'
+import { requestValidators } from './lib/request-validators.ts'
 import { sharedSerializers } from './lib/serializers.ts'
-import { ajvOptions, configureFormats } from './lib/validation.ts'
 import accountsRoutes from './modules/accounts/accounts.routes.ts'
 import activitiesRoutes from './modules/activities/activities.routes.ts'
 import adminUsersRoutes from './modules/admin/users/admin-users.routes.ts'
@@ -119,8 +119,14 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
     // One access-log line per request (plugins/access-log.ts) instead of Fastify's two.
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
     childLoggerFactory: lazyChildLogger,
-    ajv: { customOptions: ajvOptions, plugins: [configureFormats] },
-    schemaController: { compilersFactory: { buildSerializer: sharedSerializers() } },
+    schemaController: {
+      compilersFactory: {
+        buildSerializer: sharedSerializers(),
+        // @fastify/ajv-compiler types this factory's product as Ajv's compile(schema); Fastify calls
+        // it with the route's schema definition, as requestValidators takes it.
+        buildValidator: requestValidators() as never,
+      },
+    },
   })
   const answerHeaders = everyAnswerHeaders(config.appUrl)
   // One hook for the headers every answer may carry: a hook is a cost on every request.

@@ -73,6 +73,8 @@ function messageFor(error: ErrorObject, attribute: string): string {
     case 'required':
       return `${field} is required.`
     case 'type': {
+      // JSON null reads as empty, as Laravel's ConvertEmptyStringsToNull makes "" and null one thing.
+      if (error.data === null) return `${field} is required.`
       const type = String(p.type).split(',')[0] ?? ''
       return `${field} ${typeMessages[type] ?? 'has the wrong type.'}`
     }

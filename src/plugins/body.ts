@@ -2,6 +2,7 @@ import formbody from '@fastify/formbody'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { ValidationError } from '../lib/errors.ts'
+import { markJsonBody } from '../lib/request-validators.ts'
 
 /**
  * Bodies as Laravel reads them: JSON or form-encoded; an empty or absent body is `{}`, so a
@@ -17,7 +18,10 @@ async function bodyPlugin(app: FastifyInstance) {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = body.toString()
     if (text.trim() === '') return done(null, {})
-    parseJson(request, text, done)
+    parseJson(request, text, (error: Error | null, body?: unknown) => {
+      markJsonBody(body)
+      done(error, body)
+    })
   })
   await app.register(formbody)
 

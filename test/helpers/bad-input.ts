@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import { dereference } from '@readme/openapi-parser'
 import { Ajv, type ValidateFunction } from 'ajv'
+import { laravelJsonValues } from '../../src/lib/request-validators.ts'
 import { ajvOptions, configureFormats } from '../../src/lib/validation.ts'
 import type { TestApp } from './build-test-app.ts'
 import type { ClientResponse, TestClient } from './client.ts'
@@ -92,8 +93,20 @@ export async function operationsWithInput(document: unknown): Promise<Operation[
 
 function classifier(): Ajv {
   // The app's own Ajv settings (coercion, defaults, stripping unknown fields), so "invalid" here
-  // means exactly what the route's validation will refuse.
+  // means exactly what the route's validation will refuse: queries, paths and forms are text.
   return configureFormats(new Ajv({ ...ajvOptions, strict: false }))
+}
+
+/** What the route's validation refuses of a JSON body: its values checked as sent, without coercion. */
+function jsonBodyClassifier(schema: JsonSchema): (body: unknown) => boolean {
+  const check = configureFormats(new Ajv({ ...ajvOptions, coerceTypes: false, strict: false })).compile(
+    schema,
+  )
+  // Judged in place, as the route does: callers hand over a copy (or a body parsed just for this).
+  return (body) => {
+    laravelJsonValues(schema, body)
+    return check(body) === true
+  }
 }
 
 const objectShape = (schema: JsonSchema | undefined): JsonSchema | undefined => {
@@ -265,14 +278,20 @@ const DEEP = '\u0001nested-10000-deep\u0001'
 const DEEP_JSON = `${'{"a":'.repeat(10_000)}{"leaf":true}${'}'.repeat(10_000)}`
 const jsonText = (value: unknown) => JSON.stringify(value).replace(JSON.stringify(DEEP), DEEP_JSON)
 
-// Values of the wrong JSON type; the classifier keeps those the schema refuses even after coercion.
+// Values of the wrong JSON type, and strings standing for other types; the classifier keeps those the
+// schema refuses (JSON values are checked as sent: a number is no string, "42" no number).
 const WRONG_TYPES: [string, unknown][] = [
   ['a number', 12345],
   ['a fraction', 1.5],
   ['a boolean', true],
   ['a word', 'not-a-valid-value'],
+  ['a numeric string', '42'],
+  ['the string "true"', 'true'],
   ['an object', { unexpected: 'object' }],
+  ['an empty object', {}],
   ['an array', [1, 'two', { three: 3 }]],
+  ['an array of one', ['one']],
+  ['an empty array', []],
   ['null', null],
 ]
 
@@ -375,6 +394,7 @@ function parseForm(pairs: FormPairs): Record<string, string | string[]> {
 export function badInputCases(op: Operation): BadInputCase[] {
   const ajv = classifier()
   const bodyCheck = op.body ? ajv.compile(op.body) : null
+  const jsonBodyAccepted = op.body ? jsonBodyClassifier(op.body) : () => true
   const queryCheck = ajv.compile(objectSchemaOf(op.query))
   const paramsCheck = ajv.compile(objectSchemaOf(op.params))
 
@@ -397,12 +417,12 @@ export function badInputCases(op: Operation): BadInputCase[] {
 
   if (op.body && bodyCheck) {
     const schema = op.body
-    const bodyInvalid = (json: unknown) => !accepts(bodyCheck, json ?? {})
+    const bodyInvalid = (json: unknown) => !jsonBodyAccepted(structuredClone(json ?? {}))
     // A body with the deep placeholder goes as raw JSON text, and is judged as parsed from it.
     const addBody = (kind: CaseKind, label: string, json: unknown) => {
       const text = jsonText(json)
       if (text === JSON.stringify(json)) return add(kind, label, bodyInvalid(json), { json })
-      add(kind, label, !bodyCheck(JSON.parse(text)), {
+      add(kind, label, !jsonBodyAccepted(JSON.parse(text)), {
         raw: { payload: text, contentType: 'application/json' },
       })
     }
@@ -482,6 +502,8 @@ export function badInputCases(op: Operation): BadInputCase[] {
       for (const [name, sub] of Object.entries<JsonSchema>(topLevel)) {
         const others = basePairs.filter(([key]) => key !== name && !key.startsWith(`${name}[`))
         send(`${name} = a word`, [...others, [name, 'not-a-valid-value']])
+        // The form's way to send an array: the field given twice.
+        send(`${name} given twice`, [...others, [name, 'one'], [name, 'two']])
         if (typesOf(sub).has('string') || typesOf(sub).size === 0) {
           send(`${name} with a NUL byte`, [...others, [name, `walker\u0000${hex()}`]])
         }

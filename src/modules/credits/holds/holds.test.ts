@@ -230,7 +230,8 @@ describe('POST /api/credit-holds', () => {
       'false as credits',
       { broker_parent_order_id: 'V', credits_amount: false },
       'credits_amount',
-      'The credits amount field must be greater than 0.',
+      // Laravel's `numeric` refuses a boolean; it was read as 0 while JSON values were coerced.
+      'The credits amount field must be a number.',
     ],
     [
       'five decimals',
