@@ -305,3 +305,31 @@ describe('proxies and https', () => {
     }
   })
 })
+
+describe('socket limits', () => {
+  const refusesBadValues = (name: string) => {
+    for (const value of ['0', '-1', 'many']) {
+      expect(configError({ APP_KEY, [name]: value }).problems).toEqual([expect.stringMatching(`^${name}: `)])
+    }
+  }
+
+  test('REVERB_MAX_CHANNELS_PER_CONNECTION 100 and REVERB_APP_RATE_LIMIT_* 120 frames per 10 s by default', () => {
+    expect(loadConfig({ APP_KEY }, tempCwd()).realtime).toMatchObject({
+      maxChannelsPerConnection: 100,
+      messageRateLimit: { maxAttempts: 120, decaySeconds: 10 },
+    })
+    const env = {
+      APP_KEY,
+      REVERB_MAX_CHANNELS_PER_CONNECTION: '50',
+      REVERB_APP_RATE_LIMIT_MAX_ATTEMPTS: '60',
+      REVERB_APP_RATE_LIMIT_DECAY_SECONDS: '60',
+    }
+    expect(loadConfig(env, tempCwd()).realtime).toMatchObject({
+      maxChannelsPerConnection: 50,
+      messageRateLimit: { maxAttempts: 60, decaySeconds: 60 },
+    })
+    refusesBadValues('REVERB_MAX_CHANNELS_PER_CONNECTION')
+    refusesBadValues('REVERB_APP_RATE_LIMIT_MAX_ATTEMPTS')
+    refusesBadValues('REVERB_APP_RATE_LIMIT_DECAY_SECONDS')
+  })
+})

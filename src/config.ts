@@ -61,6 +61,9 @@ const Env = Type.Object({
   REVERB_APP_ACTIVITY_TIMEOUT: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
   REVERB_INSTANCE_TTL_SECONDS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
   REVERB_DRAIN_SECONDS: Type.Optional(Type.String({ pattern: '^[0-9]{1,3}(\\.[0-9]{1,3})?$' })),
+  REVERB_MAX_CHANNELS_PER_CONNECTION: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,4}$' })),
+  REVERB_APP_RATE_LIMIT_MAX_ATTEMPTS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
+  REVERB_APP_RATE_LIMIT_DECAY_SECONDS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
   APP_EDITION: Type.Optional(Type.String({ pattern: '^(standard|pro)$' })),
   AI_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$' })),
   AI_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
@@ -169,6 +172,9 @@ export interface Config {
     readonly instanceTtlSeconds: number
     /** Over how many seconds a stopping instance closes its sockets, so clients do not reconnect at once. */
     readonly drainSeconds: number
+    readonly maxChannelsPerConnection: number
+    /** Frames one socket may send per window; past that they are dropped, answered with 4301. */
+    readonly messageRateLimit: { readonly maxAttempts: number; readonly decaySeconds: number }
   }
   /** The deployment edition (spec "Versioning"): `pro` gives the trading and assistant agents market tools. */
   readonly edition: 'standard' | 'pro'
@@ -403,6 +409,12 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
       activityTimeoutSeconds: Number(env.REVERB_APP_ACTIVITY_TIMEOUT ?? 30),
       instanceTtlSeconds: Number(env.REVERB_INSTANCE_TTL_SECONDS ?? 30),
       drainSeconds: Number(env.REVERB_DRAIN_SECONDS ?? 5),
+      // Pusher's own limit per connection.
+      maxChannelsPerConnection: Number(env.REVERB_MAX_CHANNELS_PER_CONNECTION ?? 100),
+      messageRateLimit: Object.freeze({
+        maxAttempts: Number(env.REVERB_APP_RATE_LIMIT_MAX_ATTEMPTS ?? 120),
+        decaySeconds: Number(env.REVERB_APP_RATE_LIMIT_DECAY_SECONDS ?? 10),
+      }),
     }),
     edition: env.APP_EDITION === 'pro' ? 'pro' : 'standard',
     ai: Object.freeze({

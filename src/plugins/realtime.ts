@@ -61,6 +61,10 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
     maxConnections: options.maxConnections,
     activityTimeoutSeconds: options.activityTimeoutSeconds,
     drainSeconds: options.drainSeconds,
+    limits: {
+      maxChannelsPerConnection: options.maxChannelsPerConnection,
+      messageRateLimit: options.messageRateLimit,
+    },
     bus,
     presence,
     log: app.log,

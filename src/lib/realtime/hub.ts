@@ -12,6 +12,7 @@ import {
   RECONNECT_LATER,
 } from './protocol.ts'
 import { checkSubscription } from './subscription-request.ts'
+import { createWindowCounter } from './window-counter.ts'
 
 /** The synthetic presence channel of users with a live socket on their own user channel. */
 export const ONLINE = '#online'
@@ -19,12 +20,20 @@ export const ONLINE = '#online'
 const MAX_CLIENT_EVENT_BYTES = 10 * 1024
 const CLIENT_EVENTS_PER_SECOND = 10
 
+/** What one socket may make this instance do and hold. */
+export interface SocketLimits {
+  maxChannelsPerConnection: number
+  /** Frames a socket may send per window (Reverb's rate_limiting, always on here). */
+  messageRateLimit: { maxAttempts: number; decaySeconds: number }
+}
+
 export interface HubOptions {
   key: string
   secret: string
   maxConnections: number
   activityTimeoutSeconds: number
   drainSeconds: number
+  limits: SocketLimits
   bus: RealtimeBus
   presence: PresenceStore
   /** The user a private user channel belongs to (`private-App.Models.User.7` -> "7"), else null. */
@@ -56,13 +65,15 @@ interface Connection {
  * checked), presence, client events, deliveries from the bus, idle sockets, and the drain at stop.
  */
 export function createHub(options: HubOptions) {
-  const { bus, presence, log } = options
+  const { bus, presence, log, limits } = options
   const sockets = new Map<string, Connection>()
   const subscribers = new Map<string, Set<Connection>>()
   // The members this instance's subscribers were told of, per presence channel.
   const announced = new Map<string, Set<string>>()
   let draining = false
   let drained: Promise<void> | undefined
+
+  const frameCounts = createWindowCounter(limits.messageRateLimit.decaySeconds * 1000)
 
   const send = (conn: Connection, frame: string) => {
     if (conn.ws.readyState === conn.ws.OPEN) conn.ws.send(frame)
@@ -75,6 +86,8 @@ export function createHub(options: HubOptions) {
     if ('error' in checked) return send(conn, errorFrame(checked.error))
     const { channel, kind, member } = checked
     if (conn.channels.has(channel)) return
+    if (conn.channels.size >= limits.maxChannelsPerConnection)
+      return send(conn, errorFrame(PusherError.tooManyChannels))
     const subscription: Subscription = member ? { kind, userId: member.userId } : { kind }
     conn.channels.set(channel, subscription)
     const set = subscribers.get(channel) ?? new Set()
@@ -181,6 +194,7 @@ export function createHub(options: HubOptions) {
 
   async function onClose(conn: Connection) {
     sockets.delete(conn.id)
+    frameCounts.forget(conn.id)
     for (const channel of [...conn.channels.keys()]) await unsubscribe(conn, channel)
   }
 
@@ -299,6 +313,13 @@ export function createHub(options: HubOptions) {
       sockets.set(conn.id, conn)
       // Handlers first, before anything is awaited, so no early frame is lost.
       ws.on('message', (raw) => {
+        const hit = frameCounts.take(conn.id, Date.now())
+        const { maxAttempts } = limits.messageRateLimit
+        if (hit > maxAttempts) {
+          // Dropped unread. Told once per window, so a flood gets no flood of answers.
+          if (hit === maxAttempts + 1) send(conn, errorFrame(PusherError.rateLimited))
+          return
+        }
         onMessage(conn, raw.toString()).catch((error: unknown) =>
           log.warn({ err: error }, 'socket message failed'),
         )
@@ -341,9 +362,17 @@ export function createHub(options: HubOptions) {
     /** How many channels have a socket of this instance subscribed. */
     channelCount: () => subscribers.size,
 
+    /** Subscriptions held for this instance's sockets (a socket on 3 channels counts 3). */
+    subscriptionCount(): number {
+      let count = 0
+      for (const conn of sockets.values()) count += conn.channels.size
+      return count
+    },
+
     /** The periodic work: idle sockets, presence records kept alive, crashed instances' members dropped. */
     async tick(now = Date.now()) {
       sweepIdle(now)
+      frameCounts.prune(now)
       await presence.heartbeat()
       await reconcile()
     },
