@@ -332,4 +332,12 @@ describe('socket limits', () => {
     refusesBadValues('REVERB_APP_RATE_LIMIT_MAX_ATTEMPTS')
     refusesBadValues('REVERB_APP_RATE_LIMIT_DECAY_SECONDS')
   })
+
+  test('REVERB_MAX_BUFFERED_KB: 4 MiB by default, counted in KiB', () => {
+    expect(loadConfig({ APP_KEY }, tempCwd()).realtime.maxBufferedBytes).toBe(4 * 1024 * 1024)
+    expect(loadConfig({ APP_KEY, REVERB_MAX_BUFFERED_KB: '512' }, tempCwd()).realtime.maxBufferedBytes).toBe(
+      512 * 1024,
+    )
+    refusesBadValues('REVERB_MAX_BUFFERED_KB')
+  })
 })

@@ -64,6 +64,7 @@ const Env = Type.Object({
   REVERB_MAX_CHANNELS_PER_CONNECTION: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,4}$' })),
   REVERB_APP_RATE_LIMIT_MAX_ATTEMPTS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
   REVERB_APP_RATE_LIMIT_DECAY_SECONDS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
+  REVERB_MAX_BUFFERED_KB: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
   APP_EDITION: Type.Optional(Type.String({ pattern: '^(standard|pro)$' })),
   AI_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$' })),
   AI_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
@@ -175,6 +176,8 @@ export interface Config {
     readonly maxChannelsPerConnection: number
     /** Frames one socket may send per window; past that they are dropped, answered with 4301. */
     readonly messageRateLimit: { readonly maxAttempts: number; readonly decaySeconds: number }
+    /** Bytes queued for one socket before it is closed as not reading (4101). */
+    readonly maxBufferedBytes: number
   }
   /** The deployment edition (spec "Versioning"): `pro` gives the trading and assistant agents market tools. */
   readonly edition: 'standard' | 'pro'
@@ -415,6 +418,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
         maxAttempts: Number(env.REVERB_APP_RATE_LIMIT_MAX_ATTEMPTS ?? 120),
         decaySeconds: Number(env.REVERB_APP_RATE_LIMIT_DECAY_SECONDS ?? 10),
       }),
+      maxBufferedBytes: Number(env.REVERB_MAX_BUFFERED_KB ?? 4096) * 1024,
     }),
     edition: env.APP_EDITION === 'pro' ? 'pro' : 'standard',
     ai: Object.freeze({

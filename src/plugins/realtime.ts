@@ -64,6 +64,7 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
     limits: {
       maxChannelsPerConnection: options.maxChannelsPerConnection,
       messageRateLimit: options.messageRateLimit,
+      maxBufferedBytes: options.maxBufferedBytes,
     },
     bus,
     presence,

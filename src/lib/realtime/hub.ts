@@ -7,6 +7,7 @@ import {
   type ChannelKind,
   encodeFrame,
   errorFrame,
+  NOT_READING,
   newSocketId,
   PusherError,
   RECONNECT_LATER,
@@ -25,6 +26,8 @@ export interface SocketLimits {
   maxChannelsPerConnection: number
   /** Frames a socket may send per window (Reverb's rate_limiting, always on here). */
   messageRateLimit: { maxAttempts: number; decaySeconds: number }
+  /** Bytes queued unread for a socket before it is closed. */
+  maxBufferedBytes: number
 }
 
 export interface HubOptions {
@@ -76,7 +79,11 @@ export function createHub(options: HubOptions) {
   const frameCounts = createWindowCounter(limits.messageRateLimit.decaySeconds * 1000)
 
   const send = (conn: Connection, frame: string) => {
-    if (conn.ws.readyState === conn.ws.OPEN) conn.ws.send(frame)
+    if (conn.ws.readyState !== conn.ws.OPEN) return
+    conn.ws.send(frame)
+    // A client that stops reading would have every frame queued for it: past the bound it is closed
+    // (its close frame waits behind the backlog; ws cuts it 30 s later), and nothing more is queued.
+    if (conn.ws.bufferedAmount > limits.maxBufferedBytes) conn.ws.close(NOT_READING.code, NOT_READING.message)
   }
   const writer = createFrameWriter(send)
   const local = createLocalMembers(presence)
@@ -367,6 +374,13 @@ export function createHub(options: HubOptions) {
       let count = 0
       for (const conn of sockets.values()) count += conn.channels.size
       return count
+    },
+
+    /** Bytes queued for this instance's sockets and not yet taken by the network. */
+    bufferedBytes(): number {
+      let bytes = 0
+      for (const conn of sockets.values()) bytes += conn.ws.bufferedAmount
+      return bytes
     },
 
     /** The periodic work: idle sockets, presence records kept alive, crashed instances' members dropped. */

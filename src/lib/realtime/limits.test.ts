@@ -38,6 +38,9 @@ async function connect(on: TestApp = t, options?: PusherSocketOptions): Promise<
   return socket
 }
 
+const closedWithin = (socket: PusherSocket, ms = 3000) =>
+  Promise.race([socket.closed, new Promise<null>((resolve) => setTimeout(() => resolve(null), ms))])
+
 const errors = (socket: PusherSocket, from = 0) =>
   socket.since(from, 'pusher:error').map((f: Frame) => f.data as { code: number; message: string })
 
@@ -79,5 +82,40 @@ describe('channels and frames per socket (REVERB_MAX_CHANNELS_PER_CONNECTION, RE
     socket.send('pusher:ping')
     await socket.waitFor((f) => f.event === 'pusher:pong', 3000, pong)
     expect(socket.open).toBe(true)
+  })
+})
+
+describe('a socket that stops reading (REVERB_MAX_BUFFERED_KB)', () => {
+  it('is closed with 4101 once its backlog passes the bound, which the server never exceeds by more than a frame', async () => {
+    const app = await appWith({ REVERB_MAX_BUFFERED_KB: '256' })
+    const channel = unique('ticker')
+    const reader = await connect(app)
+    await reader.subscribe(channel)
+    const stalled = await connect(app)
+    await stalled.subscribe(channel)
+    // The client stops reading: the kernel's buffers fill, then the server's queue.
+    const tcp = (stalled.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket
+    tcp.pause()
+
+    const frameBytes = 10 * 1024
+    const bound = 256 * 1024
+    let peak = 0
+    // Some 40 MB: more than loopback's socket buffers can take.
+    for (let i = 0; i < 4000; i++) {
+      await app.app.realtime.publish([channel], 'tick', { i, pad: 'x'.repeat(frameBytes) })
+      if (i % 50 === 0) {
+        await new Promise((resolve) => setImmediate(resolve))
+        peak = Math.max(peak, app.app.realtime.hub.bufferedBytes())
+      }
+    }
+    expect(peak).toBeLessThanOrEqual(bound + 2 * frameBytes)
+    expect((await fetch(`${app.baseUrl}/up`)).status).toBe(200)
+    // The reading socket got everything, and stays.
+    await reader.waitFor((f) => f.event === 'tick' && f.data.i === 3999, 10_000)
+    expect(reader.open).toBe(true)
+
+    tcp.resume()
+    const closed = await closedWithin(stalled, 10_000)
+    expect(closed?.code).toBe(4101)
   })
 })

@@ -24,6 +24,9 @@ export const PusherError = {
 /** Close code for a stopping instance: 41xx makes pusher-js reconnect after a back-off. */
 export const RECONNECT_LATER = { code: 4100, message: 'Server shutting down, reconnect' }
 
+/** Close code for a socket whose unread backlog passed the bound: pusher-js reconnects after a back-off too. */
+export const NOT_READING = { code: 4101, message: 'Client not reading, reconnect later' }
+
 const CHANNEL_NAME = /^[-a-zA-Z0-9_=@,.;]+$/
 export const MAX_CHANNEL_NAME = 164
 
