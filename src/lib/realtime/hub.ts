@@ -1,5 +1,6 @@
 import type { WebSocket } from 'ws'
 import type { Delivery, RealtimeBus } from './bus.ts'
+import { createClientEventLimits } from './client-event-limits.ts'
 import { createFrameWriter } from './frame-writer.ts'
 import { createLocalMembers } from './local-members.ts'
 import type { PresenceStore } from './presence.ts'
@@ -19,7 +20,6 @@ import { createWindowCounter } from './window-counter.ts'
 export const ONLINE = '#online'
 
 const MAX_CLIENT_EVENT_BYTES = 10 * 1024
-const CLIENT_EVENTS_PER_SECOND = 10
 
 /** What one socket may make this instance do and hold. */
 export interface SocketLimits {
@@ -60,7 +60,6 @@ interface Connection {
   channels: Map<string, Subscription>
   lastActivity: number
   pinged: boolean
-  clientEvents: number[]
 }
 
 /**
@@ -77,6 +76,7 @@ export function createHub(options: HubOptions) {
   let drained: Promise<void> | undefined
 
   const frameCounts = createWindowCounter(limits.messageRateLimit.decaySeconds * 1000)
+  const clientEventLimits = createClientEventLimits()
 
   const send = (conn: Connection, frame: string) => {
     if (conn.ws.readyState !== conn.ws.OPEN) return
@@ -148,11 +148,16 @@ export function createHub(options: HubOptions) {
     }
   }
 
-  const clientEventAllowed = (conn: Connection, now: number) => {
-    conn.clientEvents = conn.clientEvents.filter((at) => now - at < 1000)
-    if (conn.clientEvents.length >= CLIENT_EVENTS_PER_SECOND) return false
-    conn.clientEvents.push(now)
-    return true
+  /**
+   * Whom a client event counts against: the socket's user once it has shown one (a presence
+   * member, or its own user channel, which the app keeps open), else the socket alone.
+   */
+  const clientEventSender = (conn: Connection) => {
+    for (const [channel, subscription] of conn.channels) {
+      const userId = subscription.userId ?? options.userOfChannel(channel)
+      if (userId) return `user:${userId}`
+    }
+    return `socket:${conn.id}`
   }
 
   /** A whisper: to the others on a private or presence channel the sender has joined, never back. */
@@ -164,7 +169,8 @@ export function createHub(options: HubOptions) {
     if (Buffer.byteLength(data) > MAX_CLIENT_EVENT_BYTES) {
       return send(conn, errorFrame({ code: 4200, message: 'Client event is larger than 10 KB' }))
     }
-    if (!clientEventAllowed(conn, Date.now())) return send(conn, errorFrame(PusherError.rateLimited))
+    if (!clientEventLimits.allow(clientEventSender(conn), frame.channel as string, Date.now()))
+      return send(conn, errorFrame(PusherError.rateLimited))
     await bus.publish({
       channels: [frame.channel as string],
       event: frame.event,
@@ -315,7 +321,6 @@ export function createHub(options: HubOptions) {
         channels: new Map(),
         lastActivity: Date.now(),
         pinged: false,
-        clientEvents: [],
       }
       sockets.set(conn.id, conn)
       // Handlers first, before anything is awaited, so no early frame is lost.
@@ -387,6 +392,7 @@ export function createHub(options: HubOptions) {
     async tick(now = Date.now()) {
       sweepIdle(now)
       frameCounts.prune(now)
+      clientEventLimits.prune(now)
       await presence.heartbeat()
       await reconcile()
     },

@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
 import { type Frame, PusherSocket, type PusherSocketOptions } from '../../../test/helpers/pusher-socket.ts'
 import { sharedDatabase } from '../../../test/helpers/test-database.ts'
+import { channelAuth } from './signatures.ts'
 
 // What one client can make an instance do and hold (issue 25): raw `ws` clients against the app's
 // own port, so every frame and close is seen as sent.
@@ -43,6 +44,32 @@ const closedWithin = (socket: PusherSocket, ms = 3000) =>
 
 const errors = (socket: PusherSocket, from = 0) =>
   socket.since(from, 'pusher:error').map((f: Frame) => f.data as { code: number; message: string })
+
+/** A member of a presence channel, signed as the auth route would sign them. */
+async function member(on: TestApp, channel: string, userId: string): Promise<PusherSocket> {
+  const socket = await connect(on)
+  const channelData = JSON.stringify({ user_id: userId, user_info: { id: Number(userId) } })
+  const { key, secret } = on.config.realtime
+  const reply = await socket.subscribe(
+    channel,
+    channelAuth(key, secret, socket.socketId, channel, channelData),
+    channelData,
+  )
+  expect(reply.event).toBe('pusher_internal:subscription_succeeded')
+  return socket
+}
+
+/**
+ * Waits until the senders have had `refusals` errors between them, then until a probe published
+ * after them reaches `witness`: deliveries keep their order, so every whisper passed has arrived.
+ */
+async function handled(senders: PusherSocket[], refusals: number, channel: string, witness: PusherSocket) {
+  const until = Date.now() + 3000
+  while (senders.flatMap((sender) => errors(sender)).length < refusals && Date.now() < until) await pause(20)
+  const id = randomBytes(4).toString('hex')
+  await t.app.realtime.publish([channel], 'probe', { id })
+  await witness.waitFor((f) => f.event === 'probe' && f.data?.id === id)
+}
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -117,5 +144,37 @@ describe('a socket that stops reading (REVERB_MAX_BUFFERED_KB)', () => {
     tcp.resume()
     const closed = await closedWithin(stalled, 10_000)
     expect(closed?.code).toBe(4101)
+  })
+})
+
+describe('client events per user and per channel', () => {
+  it('gives a user’s sockets one budget of 10 a second, and a channel 50 a second whoever sends', async () => {
+    const channel = unique('presence-chat.group')
+    const receiver = await member(t, channel, '900')
+    // One user, three tabs: 15 whispers, 10 pass.
+    const tabs = [
+      await member(t, channel, '901'),
+      await member(t, channel, '901'),
+      await member(t, channel, '901'),
+    ]
+    const from = receiver.mark()
+    for (const [n, tab] of tabs.entries())
+      for (let i = 0; i < 5; i++) tab.send('client-typing', { n, i }, channel)
+    await handled(tabs, 5, channel, receiver)
+    expect(receiver.since(from, 'client-typing')).toHaveLength(10)
+    const refused = tabs.flatMap((tab) => errors(tab))
+    expect(refused).toHaveLength(5)
+    expect(refused.every((e) => e.code === 4301)).toBe(true)
+    await pause(1100)
+
+    // Seven users, 10 each within a second: the channel passes 50.
+    const senders = await Promise.all(
+      Array.from({ length: 7 }, (_, i) => member(t, channel, String(910 + i))),
+    )
+    const before = receiver.mark()
+    for (const sender of senders) for (let i = 0; i < 10; i++) sender.send('client-typing', { i }, channel)
+    await handled(senders, 20, channel, receiver)
+    expect(receiver.since(before, 'client-typing')).toHaveLength(50)
+    expect(senders.flatMap((sender) => errors(sender))).toHaveLength(20)
   })
 })
