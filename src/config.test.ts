@@ -340,4 +340,13 @@ describe('socket limits', () => {
     )
     refusesBadValues('REVERB_MAX_BUFFERED_KB')
   })
+
+  test('REVERB_MAX_CONNECTIONS_PER_ADDRESS: 100 by default', () => {
+    expect(loadConfig({ APP_KEY }, tempCwd()).realtime.maxConnectionsPerAddress).toBe(100)
+    expect(
+      loadConfig({ APP_KEY, REVERB_MAX_CONNECTIONS_PER_ADDRESS: '20' }, tempCwd()).realtime
+        .maxConnectionsPerAddress,
+    ).toBe(20)
+    refusesBadValues('REVERB_MAX_CONNECTIONS_PER_ADDRESS')
+  })
 })

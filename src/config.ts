@@ -61,6 +61,7 @@ const Env = Type.Object({
   REVERB_APP_ACTIVITY_TIMEOUT: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
   REVERB_INSTANCE_TTL_SECONDS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
   REVERB_DRAIN_SECONDS: Type.Optional(Type.String({ pattern: '^[0-9]{1,3}(\\.[0-9]{1,3})?$' })),
+  REVERB_MAX_CONNECTIONS_PER_ADDRESS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
   REVERB_MAX_CHANNELS_PER_CONNECTION: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,4}$' })),
   REVERB_APP_RATE_LIMIT_MAX_ATTEMPTS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
   REVERB_APP_RATE_LIMIT_DECAY_SECONDS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
@@ -173,6 +174,8 @@ export interface Config {
     readonly instanceTtlSeconds: number
     /** Over how many seconds a stopping instance closes its sockets, so clients do not reconnect at once. */
     readonly drainSeconds: number
+    /** Sockets one client address (an IPv6 /64) may hold on this instance. */
+    readonly maxConnectionsPerAddress: number
     readonly maxChannelsPerConnection: number
     /** Frames one socket may send per window; past that they are dropped, answered with 4301. */
     readonly messageRateLimit: { readonly maxAttempts: number; readonly decaySeconds: number }
@@ -412,6 +415,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
       activityTimeoutSeconds: Number(env.REVERB_APP_ACTIVITY_TIMEOUT ?? 30),
       instanceTtlSeconds: Number(env.REVERB_INSTANCE_TTL_SECONDS ?? 30),
       drainSeconds: Number(env.REVERB_DRAIN_SECONDS ?? 5),
+      maxConnectionsPerAddress: Number(env.REVERB_MAX_CONNECTIONS_PER_ADDRESS ?? 100),
       // Pusher's own limit per connection.
       maxChannelsPerConnection: Number(env.REVERB_MAX_CHANNELS_PER_CONNECTION ?? 100),
       messageRateLimit: Object.freeze({

@@ -4,9 +4,11 @@ import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { WebSocketServer } from 'ws'
+import { type WebSocket, WebSocketServer } from 'ws'
 import type { Config } from '../config.ts'
+import { createAddressSlots } from '../lib/realtime/address-slots.ts'
 import { createMemoryBus, createRedisBus } from '../lib/realtime/bus.ts'
+import { createClientAddress } from '../lib/realtime/client-address.ts'
 import { createHub, type Hub } from '../lib/realtime/hub.ts'
 import { registerHubMetrics } from '../lib/realtime/hub-metrics.ts'
 import { createMemoryPresence, createRedisPresence } from '../lib/realtime/presence.ts'
@@ -20,6 +22,8 @@ export const userChannel = (userId: number) => `private-App.Models.User.${userId
 const APP_PATH = /^\/app\/([^/?#]{1,128})(?:[?#]|$)/
 const MAX_FRAME_BYTES = 64 * 1024
 const LAST_SEEN_DAYS = 30
+// A refused socket whose client never answers the close frame is cut then, not after ws's 30 s.
+const REFUSED_CLOSE_MS = 1000
 
 export interface Realtime {
   /** Publishes to channels on every instance, leaving out the socket of the current request (`toOthers`). */
@@ -106,6 +110,14 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
   // Upgrades to /app/{key} are taken straight from the HTTP server, before any route or hook: a
   // socket then holds no request, reply or logger for its whole life (about 5 KiB each).
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, perMessageDeflate: false })
+  const clientAddress = createClientAddress(config.trustedProxies)
+  const addressSlots = createAddressSlots(options.maxConnectionsPerAddress)
+  // As Reverb answers: the upgrade completes, then a pusher:error and a close with its code.
+  const refuse = (ws: WebSocket, error: { code: number; message: string }) => {
+    ws.send(errorFrame(error))
+    ws.close(error.code, error.message)
+    setTimeout(() => ws.terminate(), REFUSED_CLOSE_MS).unref()
+  }
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const key = APP_PATH.exec(request.url ?? '')?.[1]
     if (key === undefined) {
@@ -113,11 +125,10 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
       return
     }
     wss.handleUpgrade(request, socket, head, (ws) => {
-      if (key !== options.key) {
-        ws.send(errorFrame(PusherError.appNotFound))
-        ws.close(PusherError.appNotFound.code, PusherError.appNotFound.message)
-        return
-      }
+      if (key !== options.key) return refuse(ws, PusherError.appNotFound)
+      const address = clientAddress(request)
+      if (!addressSlots.take(address)) return refuse(ws, PusherError.overQuota)
+      ws.once('close', () => addressSlots.release(address))
       hub.accept(ws)
     })
   }

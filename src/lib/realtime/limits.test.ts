@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
 import { type Frame, PusherSocket, type PusherSocketOptions } from '../../../test/helpers/pusher-socket.ts'
 import { sharedDatabase } from '../../../test/helpers/test-database.ts'
+import { addressKey } from './client-address.ts'
 import { channelAuth } from './signatures.ts'
 
 // What one client can make an instance do and hold (issue 25): raw `ws` clients against the app's
@@ -36,6 +37,13 @@ async function connect(on: TestApp = t, options?: PusherSocketOptions): Promise<
   const socket = new PusherSocket(on.baseUrl, on.config.realtime.key, options)
   sockets.push(socket)
   await socket.waitFor((f) => f.event === 'pusher:connection_established')
+  return socket
+}
+
+/** A socket not waited for: its first frame may be an error. */
+function dial(on: TestApp = t, options?: PusherSocketOptions): PusherSocket {
+  const socket = new PusherSocket(on.baseUrl, on.config.realtime.key, options)
+  sockets.push(socket)
   return socket
 }
 
@@ -109,6 +117,50 @@ describe('channels and frames per socket (REVERB_MAX_CHANNELS_PER_CONNECTION, RE
     socket.send('pusher:ping')
     await socket.waitFor((f) => f.event === 'pusher:pong', 3000, pong)
     expect(socket.open).toBe(true)
+  })
+})
+
+describe('sockets per client address (REVERB_MAX_CONNECTIONS_PER_ADDRESS)', () => {
+  it('refuses a third socket from one address with 4004 while others still connect', async () => {
+    const app = await appWith({ REVERB_MAX_CONNECTIONS_PER_ADDRESS: '2', TRUSTED_PROXIES: '127.0.0.1' })
+    const from = (address: string) => ({ headers: { 'X-Forwarded-For': address } })
+    const first = await connect(app, from('203.0.113.7'))
+    await connect(app, from('203.0.113.7'))
+    const third = dial(app, from('203.0.113.7'))
+    expect((await closedWithin(third))?.code).toBe(4004)
+    expect(errors(third)).toEqual([{ code: 4004, message: 'Application is over connection quota' }])
+
+    // Another client is not held back.
+    await connect(app, from('198.51.100.9'))
+    // One /64 is one client: its second address is refused too.
+    await connect(app, from('2001:db8:1:2::a'))
+    await connect(app, from('2001:db8:1:2:ffff::b'))
+    const sameSubnet = dial(app, from('2001:db8:1:2::c'))
+    expect((await closedWithin(sameSubnet))?.code).toBe(4004)
+    await connect(app, from('2001:db8:1:3::a'))
+
+    // A slot comes back when a socket leaves.
+    first.close()
+    await closedWithin(first)
+    let again: PusherSocket | undefined
+    for (let i = 0; i < 20 && !again?.frames.some((f) => f.event === 'pusher:connection_established'); i++) {
+      await pause(50)
+      again = dial(app, from('203.0.113.7'))
+      await Promise.race([
+        again.waitFor((f) => f.event === 'pusher:connection_established', 500),
+        again.closed,
+      ]).catch(() => {})
+    }
+    expect(again?.frames[0]?.event).toBe('pusher:connection_established')
+  })
+
+  it('keys addresses as IPv4, or the /64 of an IPv6 address', () => {
+    expect(addressKey('203.0.113.7')).toBe('203.0.113.7')
+    expect(addressKey('::ffff:203.0.113.7')).toBe('203.0.113.7')
+    expect(addressKey('2001:db8:1:2::a')).toBe('2001:db8:1:2::/64')
+    expect(addressKey('2001:0db8:0001:0002:ffff:0:0:b')).toBe('2001:db8:1:2::/64')
+    expect(addressKey('2001:db8::1')).toBe('2001:db8:0:0::/64')
+    expect(addressKey('::1')).toBe('0:0:0:0::/64')
   })
 })
 
