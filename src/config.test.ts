@@ -349,4 +349,22 @@ describe('socket limits', () => {
     ).toBe(20)
     refusesBadValues('REVERB_MAX_CONNECTIONS_PER_ADDRESS')
   })
+
+  test("REVERB_ALLOWED_ORIGINS: APP_URL's and FRONTEND_URL's origins by default, the origins named, or *", () => {
+    const env = { APP_KEY, APP_URL: 'https://api.example.com/', FRONTEND_URL: 'https://app.example.com' }
+    expect(loadConfig(env, tempCwd()).realtime.allowedOrigins).toEqual([
+      'https://api.example.com',
+      'https://app.example.com',
+    ])
+    expect(
+      loadConfig(
+        { ...env, REVERB_ALLOWED_ORIGINS: 'https://A.example.com/path, http://localhost:5173' },
+        tempCwd(),
+      ).realtime.allowedOrigins,
+    ).toEqual(['https://a.example.com', 'http://localhost:5173'])
+    expect(loadConfig({ ...env, REVERB_ALLOWED_ORIGINS: '*' }, tempCwd()).realtime.allowedOrigins).toBe('*')
+    expect(configError({ ...env, REVERB_ALLOWED_ORIGINS: 'app.example.com' }).problems).toEqual([
+      'REVERB_ALLOWED_ORIGINS: "app.example.com" is not an http(s) origin such as https://app.example.com',
+    ])
+  })
 })

@@ -66,6 +66,7 @@ const Env = Type.Object({
   REVERB_APP_RATE_LIMIT_MAX_ATTEMPTS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
   REVERB_APP_RATE_LIMIT_DECAY_SECONDS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
   REVERB_MAX_BUFFERED_KB: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
+  REVERB_ALLOWED_ORIGINS: Type.Optional(Type.String({ maxLength: 4096 })),
   APP_EDITION: Type.Optional(Type.String({ pattern: '^(standard|pro)$' })),
   AI_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$' })),
   AI_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
@@ -181,6 +182,8 @@ export interface Config {
     readonly messageRateLimit: { readonly maxAttempts: number; readonly decaySeconds: number }
     /** Bytes queued for one socket before it is closed as not reading (4101). */
     readonly maxBufferedBytes: number
+    /** Browser origins whose pages may open a socket (`*`: any); a socket without Origin is taken. */
+    readonly allowedOrigins: readonly string[] | '*'
   }
   /** The deployment edition (spec "Versioning"): `pro` gives the trading and assistant agents market tools. */
   readonly edition: 'standard' | 'pro'
@@ -227,7 +230,7 @@ function readEnvironment(source: NodeJS.ProcessEnv, cwd: string): Record<string,
   return { ...fromFile, ...source }
 }
 
-function parseOrigins(value: string | undefined, problems: string[]): string[] {
+function parseOrigins(value: string | undefined, problems: string[], name = 'FRONTEND_URL'): string[] {
   if (!value) return []
   const origins: string[] = []
   for (const raw of value.split(',')) {
@@ -238,7 +241,7 @@ function parseOrigins(value: string | undefined, problems: string[]): string[] {
       if (url.origin === 'null') throw new Error('opaque')
       origins.push(url.origin)
     } catch {
-      problems.push(`FRONTEND_URL: "${item}" is not an http(s) origin such as https://app.example.com`)
+      problems.push(`${name}: "${item}" is not an http(s) origin such as https://app.example.com`)
     }
   }
   return origins
@@ -319,6 +322,10 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
   }
   const frontendOrigins = parseOrigins(env.FRONTEND_URL, problems)
   const trustedProxies = parseTrustedProxies(env.TRUSTED_PROXIES, problems)
+  const socketOrigins =
+    env.REVERB_ALLOWED_ORIGINS?.trim() === '*'
+      ? '*'
+      : parseOrigins(env.REVERB_ALLOWED_ORIGINS, problems, 'REVERB_ALLOWED_ORIGINS')
   if (env.DATABASE_POOLER === 'transaction' && !env.DATABASE_URL) {
     problems.push('DATABASE_POOLER: transaction needs DATABASE_URL (the pooler); PGlite has none')
   }
@@ -423,6 +430,15 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
         decaySeconds: Number(env.REVERB_APP_RATE_LIMIT_DECAY_SECONDS ?? 10),
       }),
       maxBufferedBytes: Number(env.REVERB_MAX_BUFFERED_KB ?? 4096) * 1024,
+      // By default the pages that may call the API: APP_URL's and FRONTEND_URL's.
+      allowedOrigins:
+        socketOrigins === '*'
+          ? '*'
+          : Object.freeze(
+              socketOrigins.length > 0
+                ? socketOrigins
+                : [...new Set([new URL(appUrl).origin, ...frontendOrigins])],
+            ),
     }),
     edition: env.APP_EDITION === 'pro' ? 'pro' : 'standard',
     ai: Object.freeze({

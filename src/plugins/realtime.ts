@@ -11,6 +11,7 @@ import { createMemoryBus, createRedisBus } from '../lib/realtime/bus.ts'
 import { createClientAddress } from '../lib/realtime/client-address.ts'
 import { createHub, type Hub } from '../lib/realtime/hub.ts'
 import { registerHubMetrics } from '../lib/realtime/hub-metrics.ts'
+import { createOriginPolicy } from '../lib/realtime/origin-policy.ts'
 import { createMemoryPresence, createRedisPresence } from '../lib/realtime/presence.ts'
 import { errorFrame, PusherError, SOCKET_ID } from '../lib/realtime/protocol.ts'
 
@@ -110,6 +111,7 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
   // Upgrades to /app/{key} are taken straight from the HTTP server, before any route or hook: a
   // socket then holds no request, reply or logger for its whole life (about 5 KiB each).
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, perMessageDeflate: false })
+  const originAllowed = createOriginPolicy(options.allowedOrigins)
   const clientAddress = createClientAddress(config.trustedProxies)
   const addressSlots = createAddressSlots(options.maxConnectionsPerAddress)
   // As Reverb answers: the upgrade completes, then a pusher:error and a close with its code.
@@ -126,6 +128,8 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
     }
     wss.handleUpgrade(request, socket, head, (ws) => {
       if (key !== options.key) return refuse(ws, PusherError.appNotFound)
+      // 4009 as Reverb's allowed_origins: pusher-js then stops, where a failed handshake is retried.
+      if (!originAllowed(request.headers.origin)) return refuse(ws, PusherError.originNotAllowed)
       const address = clientAddress(request)
       if (!addressSlots.take(address)) return refuse(ws, PusherError.overQuota)
       ws.once('close', () => addressSlots.release(address))

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
+import { buildTestApp, SPA_ORIGIN, type TestApp } from '../../../test/helpers/build-test-app.ts'
 import { type Frame, PusherSocket, type PusherSocketOptions } from '../../../test/helpers/pusher-socket.ts'
 import { sharedDatabase } from '../../../test/helpers/test-database.ts'
 import { addressKey } from './client-address.ts'
@@ -228,5 +228,30 @@ describe('client events per user and per channel', () => {
     await handled(senders, 20, channel, receiver)
     expect(receiver.since(before, 'client-typing')).toHaveLength(50)
     expect(senders.flatMap((sender) => errors(sender))).toHaveLength(20)
+  })
+})
+
+describe('the Origin of a socket (REVERB_ALLOWED_ORIGINS)', () => {
+  it('takes APP_URL’s and FRONTEND_URL’s origins and sockets without Origin; refuses others with 4009', async () => {
+    await connect(t, { headers: { Origin: SPA_ORIGIN } })
+    await connect(t, { headers: { Origin: new URL(t.config.appUrl).origin } })
+    await connect(t)
+    for (const origin of ['https://evil.example', 'null', 'http://spa.test:5174']) {
+      const foreign = dial(t, { headers: { Origin: origin } })
+      expect((await closedWithin(foreign))?.code).toBe(4009)
+      expect(foreign.frames.map((f) => f.event)).toEqual(['pusher:error'])
+      expect(errors(foreign)).toEqual([{ code: 4009, message: 'Origin not allowed' }])
+    }
+    expect(t.app.realtime.hub.connectionCount()).toBeLessThanOrEqual(3)
+  })
+
+  it('takes only the origins named, or any with *', async () => {
+    const named = await appWith({ REVERB_ALLOWED_ORIGINS: 'https://app.example.com' })
+    await connect(named, { headers: { Origin: 'https://app.example.com' } })
+    const spa = dial(named, { headers: { Origin: SPA_ORIGIN } })
+    expect((await closedWithin(spa))?.code).toBe(4009)
+
+    const any = await appWith({ REVERB_ALLOWED_ORIGINS: '*' })
+    await connect(any, { headers: { Origin: 'https://anywhere.example' } })
   })
 })

@@ -14,6 +14,7 @@ export const PusherError = {
   appNotFound: { code: 4001, message: 'Application does not exist' },
   overQuota: { code: 4004, message: 'Application is over connection quota' },
   unauthorized: { code: 4009, message: 'Connection is unauthorized' },
+  originNotAllowed: { code: 4009, message: 'Origin not allowed' },
   // A refused subscription, as Reverb refuses one (the socket stays).
   tooManyChannels: { code: 4009, message: 'Too many channels on this connection' },
   invalidMessage: { code: 4200, message: 'Invalid message format' },
