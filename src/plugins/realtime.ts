@@ -126,15 +126,18 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')
       return
     }
-    wss.handleUpgrade(request, socket, head, (ws) => {
-      if (key !== options.key) return refuse(ws, PusherError.appNotFound)
-      // 4009 as Reverb's allowed_origins: pusher-js then stops, where a failed handshake is retried.
-      if (!originAllowed(request.headers.origin)) return refuse(ws, PusherError.originNotAllowed)
-      const address = clientAddress(request)
-      if (!addressSlots.take(address)) return refuse(ws, PusherError.overQuota)
-      ws.once('close', () => addressSlots.release(address))
-      hub.accept(ws)
-    })
+    // Read from the request here: no closure a socket keeps may reach it (it would stay in memory).
+    const origin = request.headers.origin
+    const address = clientAddress(request)
+    wss.handleUpgrade(request, socket, head, (ws) => admit(ws, key, origin, address))
+  }
+  const admit = (ws: WebSocket, key: string, origin: string | undefined, address: string) => {
+    if (key !== options.key) return refuse(ws, PusherError.appNotFound)
+    // 4009 as Reverb's allowed_origins: pusher-js then stops, where a failed handshake is retried.
+    if (!originAllowed(origin)) return refuse(ws, PusherError.originNotAllowed)
+    if (!addressSlots.take(address)) return refuse(ws, PusherError.overQuota)
+    ws.once('close', () => addressSlots.release(address))
+    hub.accept(ws)
   }
   app.server.on('upgrade', onUpgrade)
   // From the stop signal on, new sockets are refused and the open ones let go in turns (the clients
