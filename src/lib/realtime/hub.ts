@@ -227,14 +227,16 @@ export function createHub(options: HubOptions) {
 
   /**
    * Drops this instance's subscriptions whose access ended, telling each client (presence members
-   * see member_removed as on any leave); a locked-out user's sockets are closed instead.
+   * see member_removed as on any leave); a locked-out user's sockets are closed instead. Every
+   * subscription is detached at once (the synchronous start of `unsubscribe`), so nothing more
+   * reaches it or comes from it; the presence bookkeeping then runs side by side.
    */
   async function endAccess(ended: AccessEnded) {
+    const leaving: Promise<void>[] = []
     for (const conn of [...sockets.values()]) {
       const { close, drop } = endAccessOn(conn, ended, options.userOfChannel)
       if (close) {
-        // Their channels go first, so nothing more reaches them or comes from them while closing.
-        for (const channel of [...conn.channels.keys()]) await unsubscribe(conn, channel)
+        for (const channel of [...conn.channels.keys()]) leaving.push(unsubscribe(conn, channel))
         send(conn, errorFrame(PusherError.unauthorized))
         conn.ws.close(PusherError.unauthorized.code, PusherError.unauthorized.message)
         continue
@@ -242,10 +244,11 @@ export function createHub(options: HubOptions) {
       for (const channel of drop) {
         // Through the writer: after any event still queued for it (the GroupDeleted that ended it).
         writer.push(conn, subscriptionEndedFrame(channel))
-        await unsubscribe(conn, channel)
+        leaving.push(unsubscribe(conn, channel))
       }
     }
     writer.flush()
+    await Promise.all(leaving)
   }
 
   bus.onNotice((notice: HubNotice) => {
