@@ -1,5 +1,5 @@
 import type { WebSocket } from 'ws'
-import type { Delivery, RealtimeBus } from './bus.ts'
+import type { Delivery, HubNotice, RealtimeBus } from './bus.ts'
 import { createClientEventLimits } from './client-event-limits.ts'
 import { createFrameWriter } from './frame-writer.ts'
 import { createLocalMembers } from './local-members.ts'
@@ -13,6 +13,13 @@ import {
   PusherError,
   RECONNECT_LATER,
 } from './protocol.ts'
+import {
+  type AccessEnded,
+  endAccessOn,
+  type Grant,
+  SocketAccess,
+  subscriptionEndedFrame,
+} from './socket-access.ts'
 import { checkSubscription } from './subscription-request.ts'
 import { createWindowCounter } from './window-counter.ts'
 
@@ -60,6 +67,8 @@ interface Connection {
   channels: Map<string, Subscription>
   lastActivity: number
   pinged: boolean
+  /** Who authorized its channels, and which ones ended (made at the first grant or end). */
+  access?: SocketAccess
 }
 
 /**
@@ -93,6 +102,7 @@ export function createHub(options: HubOptions) {
     if ('error' in checked) return send(conn, errorFrame(checked.error))
     const { channel, kind, member } = checked
     if (conn.channels.has(channel)) return
+    if (conn.access && !conn.access.mayJoin(channel)) return send(conn, errorFrame(PusherError.unauthorized))
     if (conn.channels.size >= limits.maxChannelsPerConnection)
       return send(conn, errorFrame(PusherError.tooManyChannels))
     const subscription: Subscription = member ? { kind, userId: member.userId } : { kind }
@@ -131,6 +141,7 @@ export function createHub(options: HubOptions) {
     const subscription = conn.channels.get(channel)
     if (!subscription) return
     conn.channels.delete(channel)
+    conn.access?.left(channel)
     const set = subscribers.get(channel)
     set?.delete(conn)
     if (set?.size === 0) {
@@ -232,6 +243,45 @@ export function createHub(options: HubOptions) {
     writer.flush()
   }
   bus.onDelivery(deliver)
+
+  /** Records a grant on the socket it names, if this instance holds it. */
+  function recordGrant({ socketId, channel, userId, sessionId }: Grant) {
+    const conn = sockets.get(socketId)
+    if (!conn) return
+    conn.access ??= new SocketAccess()
+    conn.access.grant(channel, { userId, sessionId })
+  }
+
+  /**
+   * Drops this instance's subscriptions whose access ended, telling each client (presence members
+   * see member_removed as on any leave); a locked-out user's sockets are closed instead. Every
+   * subscription is detached at once (the synchronous start of `unsubscribe`), so nothing more
+   * reaches it or comes from it; the presence bookkeeping then runs side by side.
+   */
+  async function endAccess(ended: AccessEnded) {
+    const leaving: Promise<void>[] = []
+    for (const conn of [...sockets.values()]) {
+      const { close, drop } = endAccessOn(conn, ended, options.userOfChannel)
+      if (close) {
+        for (const channel of [...conn.channels.keys()]) leaving.push(unsubscribe(conn, channel))
+        send(conn, errorFrame(PusherError.unauthorized))
+        conn.ws.close(PusherError.unauthorized.code, PusherError.unauthorized.message)
+        continue
+      }
+      for (const channel of drop) {
+        // Through the writer: after any event still queued for it (the GroupDeleted that ended it).
+        writer.push(conn, subscriptionEndedFrame(channel))
+        leaving.push(unsubscribe(conn, channel))
+      }
+    }
+    writer.flush()
+    await Promise.all(leaving)
+  }
+
+  bus.onNotice((notice: HubNotice) => {
+    if ('grant' in notice) return recordGrant(notice.grant)
+    endAccess(notice.accessEnded).catch((error: unknown) => log.warn({ err: error }, 'ending access failed'))
+  })
 
   /**
    * Tells this instance's subscribers of members who came or went without a word: those of an
@@ -357,6 +407,12 @@ export function createHub(options: HubOptions) {
     /** Publishes an event to channels on every instance; `except` leaves out one socket (toOthers). */
     publish: (channels: string[], event: string, data: unknown, except?: string) =>
       bus.publish({ channels, event, data: typeof data === 'string' ? data : JSON.stringify(data), except }),
+
+    /** Tells the instance holding the socket who authorized its channel (the auth route's request). */
+    grant: (grant: Grant) => bus.notify({ grant }),
+
+    /** Ends access on every instance: the subscriptions it covers are dropped, or the sockets closed. */
+    endAccess: (ended: AccessEnded) => bus.notify({ accessEnded: ended }),
 
     /** This instance's occupied channels with their socket counts. */
     channels(): Map<string, number> {
