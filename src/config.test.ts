@@ -245,6 +245,17 @@ describe('proxies and https', () => {
     },
   )
 
+  test('PROXY_WRITES_PER_MINUTE: 60 by default, a positive whole number when set', () => {
+    const cwd = tempCwd()
+    expect(loadConfig({ APP_KEY }, cwd).upstream.userWritesPerMinute).toBe(60)
+    expect(loadConfig({ APP_KEY, PROXY_WRITES_PER_MINUTE: '90' }, cwd).upstream.userWritesPerMinute).toBe(90)
+    for (const value of ['0', '-1', 'many', '1.5']) {
+      expect(configError({ APP_KEY, PROXY_WRITES_PER_MINUTE: value }).problems).toEqual([
+        expect.stringMatching(/^PROXY_WRITES_PER_MINUTE: /),
+      ])
+    }
+  })
+
   test('PROXY_READS_PER_MINUTE: 600 by default, a positive whole number when set', () => {
     const cwd = tempCwd()
     expect(loadConfig({ APP_KEY }, cwd).upstream.userReadsPerMinute).toBe(600)

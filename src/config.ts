@@ -46,6 +46,7 @@ const Env = Type.Object({
   UPSTREAM_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
   UPSTREAM_SIM_PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
   PROXY_READS_PER_MINUTE: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
+  PROXY_WRITES_PER_MINUTE: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
   CACHE_TTL_SECONDS: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$' })),
   CACHE_MAX_MB: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
   HOLD_DEFAULT_CREDITS: Type.Optional(Type.String({ pattern: '^[0-9]{1,9}(\\.[0-9]{1,4})?$' })),
@@ -152,6 +153,8 @@ export interface Config {
     readonly simulatorPort: number
     /** Proxied reads one user may make a minute, cached or not (PROXY_READS_PER_MINUTE). */
     readonly userReadsPerMinute: number
+    /** Proxied strategy and condition writes and actions one user may make a minute (PROXY_WRITES_PER_MINUTE). */
+    readonly userWritesPerMinute: number
   }
   readonly cache: { readonly ttlSeconds: number; readonly maxBytes: number }
   readonly credits: { readonly holdDefault: string }
@@ -403,6 +406,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
       timeoutMs: Number(env.UPSTREAM_TIMEOUT_MS ?? 10_000),
       simulatorPort: Number(env.UPSTREAM_SIM_PORT ?? 8100),
       userReadsPerMinute: Number(env.PROXY_READS_PER_MINUTE ?? 600),
+      userWritesPerMinute: Number(env.PROXY_WRITES_PER_MINUTE ?? 60),
     }),
     cache: Object.freeze({
       ttlSeconds: Number(env.CACHE_TTL_SECONDS ?? 60),
