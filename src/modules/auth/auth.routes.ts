@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
 import type { Config } from '../../config.ts'
 import { commonErrorResponses } from '../../lib/http-schemas.ts'
+import { throttleAddress } from '../../lib/rate-limit/address.ts'
 import { bodyText } from '../../lib/validation.ts'
 import { signedInUser, type ThrottleRule } from '../../plugins/guards.ts'
 import { createLedgerService } from '../credits/ledger.service.ts'
@@ -19,7 +20,7 @@ const loginThrottle: ThrottleRule = {
   max: 5,
   decaySeconds: 60,
   // Read before validation: a crafted email (an object, say) counts as none and goes on to its 422.
-  key: (request) => `${bodyText(request.body, 'email').toLowerCase()}|${request.ip}`,
+  key: (request) => `${bodyText(request.body, 'email').toLowerCase()}|${throttleAddress(request.ip)}`,
 }
 
 // Password spraying: one address trying a few passwords on many emails. Counted per address once the
@@ -28,7 +29,7 @@ const loginFailuresThrottle: ThrottleRule = {
   name: 'login-failures',
   max: 50,
   decaySeconds: 600,
-  key: (request) => request.ip,
+  key: (request) => throttleAddress(request.ip),
 }
 
 // Every attempt counts, per address: 30 accounts in 10 minutes is more than any office signs up.
@@ -36,7 +37,7 @@ const registerThrottle: ThrottleRule = {
   name: 'register',
   max: 30,
   decaySeconds: 600,
-  key: (request) => request.ip,
+  key: (request) => throttleAddress(request.ip),
 }
 
 // Each call without a session stores a new one: per address, far above what browsers behind one
@@ -45,7 +46,7 @@ const guestSessionThrottle: ThrottleRule = {
   name: 'guest-sessions',
   max: 1500,
   decaySeconds: 600,
-  key: (request) => request.ip,
+  key: (request) => throttleAddress(request.ip),
 }
 
 const NoContent = { 204: Type.Null({ description: 'No Content' }) }
