@@ -214,6 +214,32 @@ describe('loadConfig', () => {
     ])
   })
 
+  test('HTTP_*_TIMEOUT_MS: request 30 s, headers 10 s, keep-alive 72 s by default; headers within the request', () => {
+    expect(loadConfig({ APP_KEY }, tempCwd()).http).toEqual({
+      requestTimeoutMs: 30_000,
+      headersTimeoutMs: 10_000,
+      keepAliveTimeoutMs: 72_000,
+    })
+    const env = {
+      HTTP_REQUEST_TIMEOUT_MS: '5000',
+      HTTP_HEADERS_TIMEOUT_MS: '2000',
+      HTTP_KEEP_ALIVE_TIMEOUT_MS: '65000',
+    }
+    expect(loadConfig({ APP_KEY, ...env }, tempCwd()).http).toEqual({
+      requestTimeoutMs: 5_000,
+      headersTimeoutMs: 2_000,
+      keepAliveTimeoutMs: 65_000,
+    })
+    expect(configError({ APP_KEY, HTTP_REQUEST_TIMEOUT_MS: '5000' }).problems).toEqual([
+      'HTTP_HEADERS_TIMEOUT_MS: must not be more than HTTP_REQUEST_TIMEOUT_MS',
+    ])
+    const bad = configError({ APP_KEY, HTTP_REQUEST_TIMEOUT_MS: '0', HTTP_KEEP_ALIVE_TIMEOUT_MS: 'x' })
+    expect(bad.problems.map((p) => p.split(':')[0]).sort()).toEqual([
+      'HTTP_KEEP_ALIVE_TIMEOUT_MS',
+      'HTTP_REQUEST_TIMEOUT_MS',
+    ])
+  })
+
   test('generateAppKey gives 32 random bytes in the form APP_KEY accepts', () => {
     const key = generateAppKey()
     expect(key).toMatch(KEY_SHAPE)

@@ -13,6 +13,9 @@ const Env = Type.Object({
   HOST: Type.Optional(Type.String({ minLength: 1 })),
   SHUTDOWN_GRACE_MS: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$' })),
   SHUTDOWN_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
+  HTTP_REQUEST_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
+  HTTP_HEADERS_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
   APP_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$' })),
   APP_KEY: Type.Optional(Type.String({ pattern: '^base64:[A-Za-z0-9+/]{43}=$' })),
   DATA_DIR: Type.Optional(Type.String({ minLength: 1 })),
@@ -98,6 +101,16 @@ export interface Config {
    * code 1 (SHUTDOWN_TIMEOUT_MS).
    */
   readonly shutdown: { readonly graceMs: number; readonly timeoutMs: number }
+  /**
+   * The HTTP server's time-outs, in ms: a request's headers and body must arrive within
+   * `requestTimeoutMs` (its headers within `headersTimeoutMs`), and a kept-alive connection idle for
+   * `keepAliveTimeoutMs` is closed. Answers (server-sent events) and WebSockets are not timed.
+   */
+  readonly http: {
+    readonly requestTimeoutMs: number
+    readonly headersTimeoutMs: number
+    readonly keepAliveTimeoutMs: number
+  }
   readonly appUrl: string
   readonly appKey: string
   readonly dataDir: string
@@ -323,6 +336,17 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
   if (shutdown.graceMs >= shutdown.timeoutMs) {
     problems.push('SHUTDOWN_GRACE_MS: must be less than SHUTDOWN_TIMEOUT_MS')
   }
+  const http = {
+    requestTimeoutMs: Number(env.HTTP_REQUEST_TIMEOUT_MS ?? 30_000),
+    headersTimeoutMs: Number(env.HTTP_HEADERS_TIMEOUT_MS ?? 10_000),
+    // Fastify's default: longer than nginx's upstream keepalive_timeout (60 s), so nginx closes first.
+    keepAliveTimeoutMs: Number(env.HTTP_KEEP_ALIVE_TIMEOUT_MS ?? 72_000),
+  }
+  // Node refuses a headers time-out longer than the request's (which includes the headers).
+  const httpMalformed = problems.some((problem) => problem.startsWith('HTTP_'))
+  if (!httpMalformed && http.headersTimeoutMs > http.requestTimeoutMs) {
+    problems.push('HTTP_HEADERS_TIMEOUT_MS: must not be more than HTTP_REQUEST_TIMEOUT_MS')
+  }
   const frontendOrigins = parseOrigins(env.FRONTEND_URL, problems)
   const trustedProxies = parseTrustedProxies(env.TRUSTED_PROXIES, problems)
   const socketOrigins =
@@ -374,6 +398,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
     host: env.HOST ?? '127.0.0.1',
     port,
     shutdown: Object.freeze(shutdown),
+    http: Object.freeze(http),
     appUrl,
     appKey: env.APP_KEY ?? localAppKey(dataDir),
     dataDir,
