@@ -160,10 +160,13 @@ export function createHub(options: HubOptions) {
   }
 
   /**
-   * Whom a client event counts against: the socket's user once it has shown one (a presence
-   * member, or its own user channel, which the app keeps open), else the socket alone.
+   * Whom a client event counts against: the user the auth route recorded for the socket, or one it
+   * has shown (a presence member, or its own user channel, which the app keeps open), else the
+   * socket alone.
    */
   const clientEventSender = (conn: Connection) => {
+    const [authorizedBy] = conn.access?.users ?? []
+    if (authorizedBy !== undefined) return `user:${authorizedBy}`
     for (const [channel, subscription] of conn.channels) {
       const userId = subscription.userId ?? options.userOfChannel(channel)
       if (userId) return `user:${userId}`
