@@ -492,7 +492,8 @@ async function main() {
     return
   }
 
-  const bench = await startBenchApp('bench_realtime')
+  // Every bench socket comes from 127.0.0.1: one address, let it hold them all.
+  const bench = await startBenchApp('bench_realtime', { REVERB_MAX_CONNECTIONS_PER_ADDRESS: String(SOCKETS) })
   const { app, config, database, appUrl } = bench
   const fleet = INLINE
     ? { ...createFleet(), stop() {} }

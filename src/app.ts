@@ -102,6 +102,14 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
     // Typed as Fastify's logger, so the instance's type is the one every plugin and route declares.
     loggerInstance: loggers.app as FastifyBaseLogger,
     bodyLimit: 1024 * 1024,
+    // A request's headers and body must arrive in time, so a half-sent one cannot hold a connection
+    // (and its memory) for ever; timed until the request is in, so a long answer (server-sent
+    // events) is not cut, and a WebSocket leaves the HTTP server's timing at its upgrade.
+    requestTimeout: config.http.requestTimeoutMs,
+    keepAliveTimeout: config.http.keepAliveTimeoutMs,
+    // Node looks for expired requests every connectionsCheckingInterval (30 s by its default, which
+    // would let a short time-out run that much over).
+    http: { headersTimeout: config.http.headersTimeoutMs, connectionsCheckingInterval: 1_000 },
     // Fastify's own server, with the warm-read lane in front of its handler (plugins/warm-reads.ts).
     serverFactory: warmReadServerFactory,
     // Behind TRUSTED_PROXIES, request.ip (throttles, sessions, tickets) is the client their X-Forwarded-For names.

@@ -214,6 +214,32 @@ describe('loadConfig', () => {
     ])
   })
 
+  test('HTTP_*_TIMEOUT_MS: request 30 s, headers 10 s, keep-alive 72 s by default; headers within the request', () => {
+    expect(loadConfig({ APP_KEY }, tempCwd()).http).toEqual({
+      requestTimeoutMs: 30_000,
+      headersTimeoutMs: 10_000,
+      keepAliveTimeoutMs: 72_000,
+    })
+    const env = {
+      HTTP_REQUEST_TIMEOUT_MS: '5000',
+      HTTP_HEADERS_TIMEOUT_MS: '2000',
+      HTTP_KEEP_ALIVE_TIMEOUT_MS: '65000',
+    }
+    expect(loadConfig({ APP_KEY, ...env }, tempCwd()).http).toEqual({
+      requestTimeoutMs: 5_000,
+      headersTimeoutMs: 2_000,
+      keepAliveTimeoutMs: 65_000,
+    })
+    expect(configError({ APP_KEY, HTTP_REQUEST_TIMEOUT_MS: '5000' }).problems).toEqual([
+      'HTTP_HEADERS_TIMEOUT_MS: must not be more than HTTP_REQUEST_TIMEOUT_MS',
+    ])
+    const bad = configError({ APP_KEY, HTTP_REQUEST_TIMEOUT_MS: '0', HTTP_KEEP_ALIVE_TIMEOUT_MS: 'x' })
+    expect(bad.problems.map((p) => p.split(':')[0]).sort()).toEqual([
+      'HTTP_KEEP_ALIVE_TIMEOUT_MS',
+      'HTTP_REQUEST_TIMEOUT_MS',
+    ])
+  })
+
   test('generateAppKey gives 32 random bytes in the form APP_KEY accepts', () => {
     const key = generateAppKey()
     expect(key).toMatch(KEY_SHAPE)
@@ -244,6 +270,17 @@ describe('proxies and https', () => {
       expect(error.problems).toEqual([expect.stringMatching(/^TRUSTED_PROXIES: /)])
     },
   )
+
+  test('PROXY_WRITES_PER_MINUTE: 60 by default, a positive whole number when set', () => {
+    const cwd = tempCwd()
+    expect(loadConfig({ APP_KEY }, cwd).upstream.userWritesPerMinute).toBe(60)
+    expect(loadConfig({ APP_KEY, PROXY_WRITES_PER_MINUTE: '90' }, cwd).upstream.userWritesPerMinute).toBe(90)
+    for (const value of ['0', '-1', 'many', '1.5']) {
+      expect(configError({ APP_KEY, PROXY_WRITES_PER_MINUTE: value }).problems).toEqual([
+        expect.stringMatching(/^PROXY_WRITES_PER_MINUTE: /),
+      ])
+    }
+  })
 
   test('PROXY_READS_PER_MINUTE: 600 by default, a positive whole number when set', () => {
     const cwd = tempCwd()
@@ -303,5 +340,68 @@ describe('proxies and https', () => {
         expect.stringMatching(/^REMEMBER_LIFETIME: /),
       ])
     }
+  })
+})
+
+describe('socket limits', () => {
+  const refusesBadValues = (name: string) => {
+    for (const value of ['0', '-1', 'many']) {
+      expect(configError({ APP_KEY, [name]: value }).problems).toEqual([expect.stringMatching(`^${name}: `)])
+    }
+  }
+
+  test('REVERB_MAX_CHANNELS_PER_CONNECTION 100 and REVERB_APP_RATE_LIMIT_* 120 frames per 10 s by default', () => {
+    expect(loadConfig({ APP_KEY }, tempCwd()).realtime).toMatchObject({
+      maxChannelsPerConnection: 100,
+      messageRateLimit: { maxAttempts: 120, decaySeconds: 10 },
+    })
+    const env = {
+      APP_KEY,
+      REVERB_MAX_CHANNELS_PER_CONNECTION: '50',
+      REVERB_APP_RATE_LIMIT_MAX_ATTEMPTS: '60',
+      REVERB_APP_RATE_LIMIT_DECAY_SECONDS: '60',
+    }
+    expect(loadConfig(env, tempCwd()).realtime).toMatchObject({
+      maxChannelsPerConnection: 50,
+      messageRateLimit: { maxAttempts: 60, decaySeconds: 60 },
+    })
+    refusesBadValues('REVERB_MAX_CHANNELS_PER_CONNECTION')
+    refusesBadValues('REVERB_APP_RATE_LIMIT_MAX_ATTEMPTS')
+    refusesBadValues('REVERB_APP_RATE_LIMIT_DECAY_SECONDS')
+  })
+
+  test('REVERB_MAX_BUFFERED_KB: 4 MiB by default, counted in KiB', () => {
+    expect(loadConfig({ APP_KEY }, tempCwd()).realtime.maxBufferedBytes).toBe(4 * 1024 * 1024)
+    expect(loadConfig({ APP_KEY, REVERB_MAX_BUFFERED_KB: '512' }, tempCwd()).realtime.maxBufferedBytes).toBe(
+      512 * 1024,
+    )
+    refusesBadValues('REVERB_MAX_BUFFERED_KB')
+  })
+
+  test('REVERB_MAX_CONNECTIONS_PER_ADDRESS: 100 by default', () => {
+    expect(loadConfig({ APP_KEY }, tempCwd()).realtime.maxConnectionsPerAddress).toBe(100)
+    expect(
+      loadConfig({ APP_KEY, REVERB_MAX_CONNECTIONS_PER_ADDRESS: '20' }, tempCwd()).realtime
+        .maxConnectionsPerAddress,
+    ).toBe(20)
+    refusesBadValues('REVERB_MAX_CONNECTIONS_PER_ADDRESS')
+  })
+
+  test("REVERB_ALLOWED_ORIGINS: APP_URL's and FRONTEND_URL's origins by default, the origins named, or *", () => {
+    const env = { APP_KEY, APP_URL: 'https://api.example.com/', FRONTEND_URL: 'https://app.example.com' }
+    expect(loadConfig(env, tempCwd()).realtime.allowedOrigins).toEqual([
+      'https://api.example.com',
+      'https://app.example.com',
+    ])
+    expect(
+      loadConfig(
+        { ...env, REVERB_ALLOWED_ORIGINS: 'https://A.example.com/path, http://localhost:5173' },
+        tempCwd(),
+      ).realtime.allowedOrigins,
+    ).toEqual(['https://a.example.com', 'http://localhost:5173'])
+    expect(loadConfig({ ...env, REVERB_ALLOWED_ORIGINS: '*' }, tempCwd()).realtime.allowedOrigins).toBe('*')
+    expect(configError({ ...env, REVERB_ALLOWED_ORIGINS: 'app.example.com' }).problems).toEqual([
+      'REVERB_ALLOWED_ORIGINS: "app.example.com" is not an http(s) origin such as https://app.example.com',
+    ])
   })
 })

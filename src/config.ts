@@ -13,6 +13,9 @@ const Env = Type.Object({
   HOST: Type.Optional(Type.String({ minLength: 1 })),
   SHUTDOWN_GRACE_MS: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$' })),
   SHUTDOWN_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
+  HTTP_REQUEST_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
+  HTTP_HEADERS_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
   APP_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$' })),
   APP_KEY: Type.Optional(Type.String({ pattern: '^base64:[A-Za-z0-9+/]{43}=$' })),
   DATA_DIR: Type.Optional(Type.String({ minLength: 1 })),
@@ -46,6 +49,7 @@ const Env = Type.Object({
   UPSTREAM_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
   UPSTREAM_SIM_PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
   PROXY_READS_PER_MINUTE: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
+  PROXY_WRITES_PER_MINUTE: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
   CACHE_TTL_SECONDS: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$' })),
   CACHE_MAX_MB: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
   HOLD_DEFAULT_CREDITS: Type.Optional(Type.String({ pattern: '^[0-9]{1,9}(\\.[0-9]{1,4})?$' })),
@@ -61,6 +65,12 @@ const Env = Type.Object({
   REVERB_APP_ACTIVITY_TIMEOUT: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
   REVERB_INSTANCE_TTL_SECONDS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
   REVERB_DRAIN_SECONDS: Type.Optional(Type.String({ pattern: '^[0-9]{1,3}(\\.[0-9]{1,3})?$' })),
+  REVERB_MAX_CONNECTIONS_PER_ADDRESS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
+  REVERB_MAX_CHANNELS_PER_CONNECTION: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,4}$' })),
+  REVERB_APP_RATE_LIMIT_MAX_ATTEMPTS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
+  REVERB_APP_RATE_LIMIT_DECAY_SECONDS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
+  REVERB_MAX_BUFFERED_KB: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
+  REVERB_ALLOWED_ORIGINS: Type.Optional(Type.String({ maxLength: 4096 })),
   APP_EDITION: Type.Optional(Type.String({ pattern: '^(standard|pro)$' })),
   AI_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$' })),
   AI_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
@@ -91,6 +101,16 @@ export interface Config {
    * code 1 (SHUTDOWN_TIMEOUT_MS).
    */
   readonly shutdown: { readonly graceMs: number; readonly timeoutMs: number }
+  /**
+   * The HTTP server's time-outs, in ms: a request's headers and body must arrive within
+   * `requestTimeoutMs` (its headers within `headersTimeoutMs`), and a kept-alive connection idle for
+   * `keepAliveTimeoutMs` is closed. Answers (server-sent events) and WebSockets are not timed.
+   */
+  readonly http: {
+    readonly requestTimeoutMs: number
+    readonly headersTimeoutMs: number
+    readonly keepAliveTimeoutMs: number
+  }
   readonly appUrl: string
   readonly appKey: string
   readonly dataDir: string
@@ -146,6 +166,8 @@ export interface Config {
     readonly simulatorPort: number
     /** Proxied reads one user may make a minute, cached or not (PROXY_READS_PER_MINUTE). */
     readonly userReadsPerMinute: number
+    /** Proxied strategy and condition writes and actions one user may make a minute (PROXY_WRITES_PER_MINUTE). */
+    readonly userWritesPerMinute: number
   }
   readonly cache: { readonly ttlSeconds: number; readonly maxBytes: number }
   readonly credits: { readonly holdDefault: string }
@@ -169,6 +191,15 @@ export interface Config {
     readonly instanceTtlSeconds: number
     /** Over how many seconds a stopping instance closes its sockets, so clients do not reconnect at once. */
     readonly drainSeconds: number
+    /** Sockets one client address (an IPv6 /64) may hold on this instance. */
+    readonly maxConnectionsPerAddress: number
+    readonly maxChannelsPerConnection: number
+    /** Frames one socket may send per window; past that they are dropped, answered with 4301. */
+    readonly messageRateLimit: { readonly maxAttempts: number; readonly decaySeconds: number }
+    /** Bytes queued for one socket before it is closed as not reading (4101). */
+    readonly maxBufferedBytes: number
+    /** Browser origins whose pages may open a socket (`*`: any); a socket without Origin is taken. */
+    readonly allowedOrigins: readonly string[] | '*'
   }
   /** The deployment edition (spec "Versioning"): `pro` gives the trading and assistant agents market tools. */
   readonly edition: 'standard' | 'pro'
@@ -215,7 +246,7 @@ function readEnvironment(source: NodeJS.ProcessEnv, cwd: string): Record<string,
   return { ...fromFile, ...source }
 }
 
-function parseOrigins(value: string | undefined, problems: string[]): string[] {
+function parseOrigins(value: string | undefined, problems: string[], name = 'FRONTEND_URL'): string[] {
   if (!value) return []
   const origins: string[] = []
   for (const raw of value.split(',')) {
@@ -226,7 +257,7 @@ function parseOrigins(value: string | undefined, problems: string[]): string[] {
       if (url.origin === 'null') throw new Error('opaque')
       origins.push(url.origin)
     } catch {
-      problems.push(`FRONTEND_URL: "${item}" is not an http(s) origin such as https://app.example.com`)
+      problems.push(`${name}: "${item}" is not an http(s) origin such as https://app.example.com`)
     }
   }
   return origins
@@ -305,8 +336,23 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
   if (shutdown.graceMs >= shutdown.timeoutMs) {
     problems.push('SHUTDOWN_GRACE_MS: must be less than SHUTDOWN_TIMEOUT_MS')
   }
+  const http = {
+    requestTimeoutMs: Number(env.HTTP_REQUEST_TIMEOUT_MS ?? 30_000),
+    headersTimeoutMs: Number(env.HTTP_HEADERS_TIMEOUT_MS ?? 10_000),
+    // Fastify's default: longer than nginx's upstream keepalive_timeout (60 s), so nginx closes first.
+    keepAliveTimeoutMs: Number(env.HTTP_KEEP_ALIVE_TIMEOUT_MS ?? 72_000),
+  }
+  // Node refuses a headers time-out longer than the request's (which includes the headers).
+  const httpMalformed = problems.some((problem) => problem.startsWith('HTTP_'))
+  if (!httpMalformed && http.headersTimeoutMs > http.requestTimeoutMs) {
+    problems.push('HTTP_HEADERS_TIMEOUT_MS: must not be more than HTTP_REQUEST_TIMEOUT_MS')
+  }
   const frontendOrigins = parseOrigins(env.FRONTEND_URL, problems)
   const trustedProxies = parseTrustedProxies(env.TRUSTED_PROXIES, problems)
+  const socketOrigins =
+    env.REVERB_ALLOWED_ORIGINS?.trim() === '*'
+      ? '*'
+      : parseOrigins(env.REVERB_ALLOWED_ORIGINS, problems, 'REVERB_ALLOWED_ORIGINS')
   if (env.DATABASE_POOLER === 'transaction' && !env.DATABASE_URL) {
     problems.push('DATABASE_POOLER: transaction needs DATABASE_URL (the pooler); PGlite has none')
   }
@@ -352,6 +398,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
     host: env.HOST ?? '127.0.0.1',
     port,
     shutdown: Object.freeze(shutdown),
+    http: Object.freeze(http),
     appUrl,
     appKey: env.APP_KEY ?? localAppKey(dataDir),
     dataDir,
@@ -384,6 +431,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
       timeoutMs: Number(env.UPSTREAM_TIMEOUT_MS ?? 10_000),
       simulatorPort: Number(env.UPSTREAM_SIM_PORT ?? 8100),
       userReadsPerMinute: Number(env.PROXY_READS_PER_MINUTE ?? 600),
+      userWritesPerMinute: Number(env.PROXY_WRITES_PER_MINUTE ?? 60),
     }),
     cache: Object.freeze({
       ttlSeconds: Number(env.CACHE_TTL_SECONDS ?? 60),
@@ -403,6 +451,23 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
       activityTimeoutSeconds: Number(env.REVERB_APP_ACTIVITY_TIMEOUT ?? 30),
       instanceTtlSeconds: Number(env.REVERB_INSTANCE_TTL_SECONDS ?? 30),
       drainSeconds: Number(env.REVERB_DRAIN_SECONDS ?? 5),
+      maxConnectionsPerAddress: Number(env.REVERB_MAX_CONNECTIONS_PER_ADDRESS ?? 100),
+      // Pusher's own limit per connection.
+      maxChannelsPerConnection: Number(env.REVERB_MAX_CHANNELS_PER_CONNECTION ?? 100),
+      messageRateLimit: Object.freeze({
+        maxAttempts: Number(env.REVERB_APP_RATE_LIMIT_MAX_ATTEMPTS ?? 120),
+        decaySeconds: Number(env.REVERB_APP_RATE_LIMIT_DECAY_SECONDS ?? 10),
+      }),
+      maxBufferedBytes: Number(env.REVERB_MAX_BUFFERED_KB ?? 4096) * 1024,
+      // By default the pages that may call the API: APP_URL's and FRONTEND_URL's.
+      allowedOrigins:
+        socketOrigins === '*'
+          ? '*'
+          : Object.freeze(
+              socketOrigins.length > 0
+                ? socketOrigins
+                : [...new Set([new URL(appUrl).origin, ...frontendOrigins])],
+            ),
     }),
     edition: env.APP_EDITION === 'pro' ? 'pro' : 'standard',
     ai: Object.freeze({

@@ -9,6 +9,15 @@ export const ValidationResponse = Type.Object({
   errors: Type.Record(Type.String(), Type.Array(Type.String())),
 })
 
+/**
+ * A 429 of Fortify's login limiter: the validation body on `email` (a throttle's own 429, with no
+ * `errors`, is this shape too).
+ */
+export const LoginLockoutResponse = Type.Object({
+  message: Type.String(),
+  errors: Type.Optional(Type.Record(Type.String(), Type.Array(Type.String()))),
+})
+
 /** The statuses any JSON route can answer besides its own success. */
 export const commonErrorResponses = {
   422: ValidationResponse,

@@ -143,6 +143,8 @@ describe('GET /metrics', () => {
       [`${P}outbox_rows`]: 'gauge',
       [`${P}realtime_open_sockets`]: 'gauge',
       [`${P}realtime_occupied_channels`]: 'gauge',
+      [`${P}realtime_subscriptions`]: 'gauge',
+      [`${P}realtime_buffered_bytes`]: 'gauge',
       [`${P}credit_hold_transitions_total`]: 'counter',
       [`${P}ai_calls_total`]: 'counter',
       [`${P}ai_tokens_total`]: 'counter',
@@ -272,7 +274,7 @@ describe('the series', () => {
     expect(delta(`${P}outbox_rows`, { state: 'failed' })).toBe(1)
   })
 
-  it('show open sockets and occupied channels, read when scraped', async () => {
+  it('show open sockets, occupied channels and subscriptions, read when scraped', async () => {
     const sockets = async () => sampleValue((await scrape()).samples, `${P}realtime_open_sockets`)
     const before = await sockets()
     const moved = await baseline()
@@ -282,6 +284,7 @@ describe('the series', () => {
     const delta = await moved()
     expect(delta(`${P}realtime_open_sockets`)).toBe(1)
     expect(delta(`${P}realtime_occupied_channels`)).toBe(1)
+    expect(delta(`${P}realtime_subscriptions`)).toBe(1)
 
     socket.close()
     await eventually(async () => (await sockets()) === before)

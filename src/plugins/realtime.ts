@@ -4,11 +4,14 @@ import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { WebSocketServer } from 'ws'
+import { type WebSocket, WebSocketServer } from 'ws'
 import type { Config } from '../config.ts'
+import { createAddressSlots } from '../lib/realtime/address-slots.ts'
 import { createMemoryBus, createRedisBus } from '../lib/realtime/bus.ts'
+import { createClientAddress } from '../lib/realtime/client-address.ts'
 import { createHub, type Hub } from '../lib/realtime/hub.ts'
 import { registerHubMetrics } from '../lib/realtime/hub-metrics.ts'
+import { createOriginPolicy } from '../lib/realtime/origin-policy.ts'
 import { createMemoryPresence, createRedisPresence } from '../lib/realtime/presence.ts'
 import { errorFrame, PusherError, SOCKET_ID } from '../lib/realtime/protocol.ts'
 
@@ -20,6 +23,8 @@ export const userChannel = (userId: number) => `private-App.Models.User.${userId
 const APP_PATH = /^\/app\/([^/?#]{1,128})(?:[?#]|$)/
 const MAX_FRAME_BYTES = 64 * 1024
 const LAST_SEEN_DAYS = 30
+// A refused socket whose client never answers the close frame is cut then, not after ws's 30 s.
+const REFUSED_CLOSE_MS = 1000
 
 export interface Realtime {
   /** Publishes to channels on every instance, leaving out the socket of the current request (`toOthers`). */
@@ -61,6 +66,11 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
     maxConnections: options.maxConnections,
     activityTimeoutSeconds: options.activityTimeoutSeconds,
     drainSeconds: options.drainSeconds,
+    limits: {
+      maxChannelsPerConnection: options.maxChannelsPerConnection,
+      messageRateLimit: options.messageRateLimit,
+      maxBufferedBytes: options.maxBufferedBytes,
+    },
     bus,
     presence,
     log: app.log,
@@ -101,20 +111,33 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
   // Upgrades to /app/{key} are taken straight from the HTTP server, before any route or hook: a
   // socket then holds no request, reply or logger for its whole life (about 5 KiB each).
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, perMessageDeflate: false })
+  const originAllowed = createOriginPolicy(options.allowedOrigins)
+  const clientAddress = createClientAddress(config.trustedProxies)
+  const addressSlots = createAddressSlots(options.maxConnectionsPerAddress)
+  // As Reverb answers: the upgrade completes, then a pusher:error and a close with its code.
+  const refuse = (ws: WebSocket, error: { code: number; message: string }) => {
+    ws.send(errorFrame(error))
+    ws.close(error.code, error.message)
+    setTimeout(() => ws.terminate(), REFUSED_CLOSE_MS).unref()
+  }
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const key = APP_PATH.exec(request.url ?? '')?.[1]
     if (key === undefined) {
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')
       return
     }
-    wss.handleUpgrade(request, socket, head, (ws) => {
-      if (key !== options.key) {
-        ws.send(errorFrame(PusherError.appNotFound))
-        ws.close(PusherError.appNotFound.code, PusherError.appNotFound.message)
-        return
-      }
-      hub.accept(ws)
-    })
+    // Read from the request here: no closure a socket keeps may reach it (it would stay in memory).
+    const origin = request.headers.origin
+    const address = clientAddress(request)
+    wss.handleUpgrade(request, socket, head, (ws) => admit(ws, key, origin, address))
+  }
+  const admit = (ws: WebSocket, key: string, origin: string | undefined, address: string) => {
+    if (key !== options.key) return refuse(ws, PusherError.appNotFound)
+    // 4009 as Reverb's allowed_origins: pusher-js then stops, where a failed handshake is retried.
+    if (!originAllowed(origin)) return refuse(ws, PusherError.originNotAllowed)
+    if (!addressSlots.take(address)) return refuse(ws, PusherError.overQuota)
+    ws.once('close', () => addressSlots.release(address))
+    hub.accept(ws)
   }
   app.server.on('upgrade', onUpgrade)
   // From the stop signal on, new sockets are refused and the open ones let go in turns (the clients

@@ -6,6 +6,7 @@ import type { Redis } from 'ioredis'
 import { LRUCache } from 'lru-cache'
 import type { Config } from '../config.ts'
 import type { SessionPayload, SessionRow, UserRow } from '../db/schema/index.ts'
+import { createEventBus } from '../lib/events.ts'
 import { createPeriodicTask } from '../lib/periodic.ts'
 import { type CachedSession, createSessionCache } from '../lib/session-cache.ts'
 import { userChanges } from '../lib/user-changes.ts'
@@ -26,6 +27,19 @@ const MAX_TOKEN_LENGTH = 100
 const PUBLIC_CACHING = /(^|,)\s*public\s*(,|=|$)/i
 /** How often expired sessions are deleted, in the background (and once when the app is ready). */
 export const SESSION_SWEEP_EVERY_MS = 10 * 60_000
+
+/**
+ * Signed-in sessions that ended: the one `sessionId` names (logout, or a new sign-in on that
+ * browser), else every one of the user's but `exceptSessionId` (password change or reset, "log out
+ * other browser sessions"); `lockedOut` when the user may use nothing any more (blocked, deleted).
+ * Ids are the rows' (a SHA-256 of the cookie), never the cookie.
+ */
+export interface SessionsEnded {
+  userId: number
+  sessionId?: string
+  exceptSessionId?: string
+  lockedOut?: boolean
+}
 
 /** What handlers do with the current request's session; the cookies follow in the response. */
 export interface SessionControl {
@@ -51,6 +65,16 @@ export interface SessionControl {
    * block), but the request's own session and device when given.
    */
   endSessionsOf(userId: number, except?: FastifyRequest): Promise<void>
+  /**
+   * As `endSessionsOf`, for a user who may use nothing any more (blocked, or the account deleted):
+   * what they hold open elsewhere (real-time sockets) is closed too.
+   */
+  lockOut(userId: number): Promise<void>
+  /**
+   * Calls `listener` after signed-in sessions end, whatever ended them (what they authorized ends
+   * with them: real-time channels); answers a function that stops it.
+   */
+  onSessionsEnded(listener: (ended: SessionsEnded) => void): () => void
   /** Stores `changes` in the request's session payload (a password confirmation), for its next requests. */
   updatePayload(request: FastifyRequest, changes: Omit<Partial<SessionPayload>, 'csrfToken'>): Promise<void>
   /**
@@ -150,10 +174,20 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     userAgent: request.headers['user-agent'] ?? null,
   })
 
+  const ends = createEventBus<{ ended: SessionsEnded }>((err) =>
+    app.log.error({ err }, 'a listener of ended sessions failed'),
+  )
   const end = async (session: ActiveSession | null) => {
     if (!session) return
     await sessions.destroy(session)
     await forgetSession(session)
+    const userId = session.row.userId
+    if (userId !== null) ends.emit('ended', { userId, sessionId: session.row.id })
+  }
+  const endAllOf = async (userId: number, except?: FastifyRequest) => {
+    await sessions.destroyForUser(userId, except?.session ?? undefined)
+    await remember.forgetAllOf(userId, except?.session?.row.rememberTokenId)
+    await forgetUser(userId)
   }
 
   /**
@@ -236,10 +270,15 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
       request.user = null
     },
     async endSessionsOf(userId, except) {
-      await sessions.destroyForUser(userId, except?.session ?? undefined)
-      await remember.forgetAllOf(userId, except?.session?.row.rememberTokenId)
-      await forgetUser(userId)
+      await endAllOf(userId, except)
+      const kept = except?.session?.row.id
+      ends.emit('ended', { userId, ...(kept ? { exceptSessionId: kept } : {}) })
     },
+    async lockOut(userId) {
+      await endAllOf(userId)
+      ends.emit('ended', { userId, lockedOut: true })
+    },
+    onSessionsEnded: (listener) => ends.on('ended', listener),
     async updatePayload(request, changes) {
       if (!request.session) return
       await sessions.updatePayload(request.session, changes)

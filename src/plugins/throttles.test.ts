@@ -16,7 +16,12 @@ beforeAll(async () => {
   upstream = await new FakeUpstream().start()
   upstream.on('GET', /.*/, { body: { data: { ok: true } } })
   t = await buildTestApp({
-    env: { ...upstreamEnv(upstream.url), TRUSTED_PROXIES: '127.0.0.1', PROXY_READS_PER_MINUTE: '30' },
+    env: {
+      ...upstreamEnv(upstream.url),
+      TRUSTED_PROXIES: '127.0.0.1',
+      PROXY_READS_PER_MINUTE: '30',
+      PROXY_WRITES_PER_MINUTE: '5',
+    },
   })
 })
 afterAll(async () => {
@@ -169,5 +174,52 @@ describe('proxied reads', () => {
     expect((await other.client.get('/api/markets')).status).toBe(200)
     t.clock.advance(61_000)
     expect((await client.get('/api/markets')).status).toBe(200)
+  })
+})
+
+describe('proxied calls other than GETs', () => {
+  const answerEverything = () => {
+    upstream.reset()
+    for (const method of ['GET', 'POST', 'PUT', 'DELETE'])
+      upstream.on(method, /.*/, { body: { data: { ok: true } } })
+  }
+
+  it('count POST /api/market-balance against the read limit, with the GETs', async () => {
+    const { client } = await signedInClient(t, { verified: true })
+    answerEverything()
+    for (let i = 0; i < 20; i++) expect((await client.get(`/api/markets?market_id=B${i}`)).status).toBe(200)
+    for (let i = 0; i < 10; i++) {
+      const res = await client.post('/api/market-balance', { filters: { marketId: `M${i}` } })
+      expect(res.status).toBe(200)
+    }
+    const calls = upstream.calls.length
+    expectThrottled(await client.post('/api/market-balance', { filters: { marketId: 'one-more' } }), 30, 60)
+    expectThrottled(await client.get('/api/markets?market_id=after'), 30, 60)
+    expect(upstream.calls.length).toBe(calls)
+  })
+
+  it('take PROXY_WRITES_PER_MINUTE strategy and condition writes a minute per user, then 429 without an upstream call', async () => {
+    const { client } = await signedInClient(t, { verified: true })
+    answerEverything()
+    const writes = [
+      () => client.post('/api/strategies', { name: 'Breakout' }),
+      () => client.put('/api/strategies/1', { name: 'Renamed' }),
+      () => client.post('/api/strategy/1/status/on', {}),
+      () => client.post('/api/conditions', { kind: 'price' }),
+      () => client.delete('/api/conditions/1'),
+    ]
+    for (const write of writes) expect((await write()).status).toBeLessThan(300)
+    const calls = upstream.calls.length
+    expectThrottled(await client.delete('/api/strategies/1'), 5, 60)
+    expectThrottled(await client.post('/api/strategy/1/clear-conditions-readings'), 5, 60)
+    expect(upstream.calls.length).toBe(calls)
+    // Reads have an allowance of their own.
+    expect((await client.get('/api/strategies')).status).toBe(200)
+
+    // Another user's writes are theirs; a minute later this one writes again.
+    const other = await signedInClient(t, { verified: true })
+    expect((await other.client.post('/api/conditions', { kind: 'price' })).status).toBe(201)
+    t.clock.advance(61_000)
+    expect((await client.delete('/api/strategies/1')).status).toBe(204)
   })
 })

@@ -18,6 +18,11 @@ declare module 'fastify' {
      * the upstream quota every user shares by varying ids, symbols and pages past the cache.
      */
     upstreamReadThrottle: ThrottleRule
+    /**
+     * The per-user limit on proxied writes (PROXY_WRITES_PER_MINUTE): strategy and condition
+     * changes and actions, which no cache absorbs.
+     */
+    upstreamWriteThrottle: ThrottleRule
   }
 }
 
@@ -39,6 +44,12 @@ async function upstreamPlugin(app: FastifyInstance, options: { config: Config; c
   app.decorate('upstreamReadThrottle', {
     name: 'upstream-reads',
     max: options.config.upstream.userReadsPerMinute,
+    decaySeconds: 60,
+    key: (request) => String(request.user?.id),
+  } satisfies ThrottleRule)
+  app.decorate('upstreamWriteThrottle', {
+    name: 'upstream-writes',
+    max: options.config.upstream.userWritesPerMinute,
     decaySeconds: 60,
     key: (request) => String(request.user?.id),
   } satisfies ThrottleRule)

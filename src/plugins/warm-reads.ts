@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import proxyAddr from '@fastify/proxy-addr'
-import type { FastifyInstance, FastifyServerFactory, FastifyServerOptions } from 'fastify'
+import type { FastifyHttpOptions, FastifyInstance, FastifyServerFactory } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.ts'
 import type { UserRow } from '../db/schema/index.ts'
@@ -37,11 +37,11 @@ const LANE = Symbol('warm-read lane')
 type LaneServer = Server & { [LANE]?: Lane }
 
 /**
- * Fastify's own HTTP/1 server (as fastify/lib/server.js makes it, with the same time-outs), its
+ * Fastify's own HTTP/1 server (as fastify/lib/server.js makes it, with its `http` options and the same time-outs), its
  * requests offered to the warm-read lane first once the plugin below installs it.
  */
-export const warmReadServerFactory: FastifyServerFactory = (handler, options: FastifyServerOptions) => {
-  const server: LaneServer = createServer((req, res) => {
+export const warmReadServerFactory: FastifyServerFactory = (handler, options: FastifyHttpOptions<Server>) => {
+  const server: LaneServer = createServer(options.http ?? {}, (req, res) => {
     const lane = server[LANE]
     if (lane === undefined || !lane(req, res)) handler(req, res)
   })

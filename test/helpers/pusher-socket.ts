@@ -20,6 +20,12 @@ export interface Closed {
 export const pusherUrl = (baseUrl: string, key: string) =>
   `${baseUrl.replace(/^http/, 'ws')}/app/${encodeURIComponent(key)}?protocol=7&client=js&version=8.6.0&flash=false`
 
+export interface PusherSocketOptions {
+  autoPong?: boolean
+  /** Handshake headers: `Origin` as a browser page sends it, `X-Forwarded-For` as a proxy adds it. */
+  headers?: Record<string, string>
+}
+
 /**
  * A raw Pusher-protocol client over `ws`: records every frame, sends frames as pusher-js does, and
  * waits for what the server says. `autoPong: false` makes it ignore WebSocket-level pings too.
@@ -30,8 +36,11 @@ export class PusherSocket {
   readonly closed: Promise<Closed>
   closedWith: Closed | undefined
 
-  constructor(baseUrl: string, key: string, options: { autoPong?: boolean } = {}) {
-    this.ws = new WebSocket(pusherUrl(baseUrl, key), { autoPong: options.autoPong ?? true })
+  constructor(baseUrl: string, key: string, options: PusherSocketOptions = {}) {
+    this.ws = new WebSocket(pusherUrl(baseUrl, key), {
+      autoPong: options.autoPong ?? true,
+      ...(options.headers ? { headers: options.headers } : {}),
+    })
     this.ws.on('message', (raw) => this.frames.push(decode(raw.toString())))
     this.ws.on('error', () => {})
     this.closed = new Promise((resolve) => {
@@ -43,7 +52,7 @@ export class PusherSocket {
   }
 
   /** Connects and waits for pusher:connection_established. */
-  static async open(baseUrl: string, key: string, options?: { autoPong?: boolean }): Promise<PusherSocket> {
+  static async open(baseUrl: string, key: string, options?: PusherSocketOptions): Promise<PusherSocket> {
     const socket = new PusherSocket(baseUrl, key, options)
     await socket.waitFor((f) => f.event === 'pusher:connection_established')
     return socket

@@ -101,6 +101,41 @@ describe('memory store windows', () => {
     expect((await store.hit('k', 60)).attempts).toBe(1)
   })
 
+  // Issue 25 item 11: the old store swept only past 10,000 windows, scanning all of them per hit.
+  it('deletes passed windows as time goes on, however few are live', async () => {
+    const clock = createTestClock()
+    const store = createMemoryRateLimitStore(clock)
+    for (let i = 0; i < 5_000; i += 1) store.hit(`short:${i}`, 60)
+    for (let i = 0; i < 5_000; i += 1) store.hit(`long:${i}`, 600)
+    clock.advance(61_000)
+    store.hit('next', 60)
+    expect(store.size).toBe(5_001)
+    clock.advance(600_000)
+    store.hit('later', 60)
+    expect(store.size).toBe(1)
+  })
+
+  it('holds at most maxWindows windows, dropping the oldest', async () => {
+    const clock = createTestClock()
+    const store = createMemoryRateLimitStore(clock, { maxWindows: 100 })
+    store.hit('oldest', 60)
+    for (let i = 0; i < 150; i += 1) store.hit(`flood:${i}`, 60)
+    expect(store.size).toBe(100)
+    expect(await store.peek('oldest')).toBeNull()
+    expect(await store.peek('flood:149')).toMatchObject({ attempts: 1 })
+  })
+
+  it('keeps a window cleared and hit again until its own end', async () => {
+    const clock = createTestClock()
+    const store = createMemoryRateLimitStore(clock)
+    store.hit('k', 60)
+    clock.advance(30_000)
+    await store.clear('k')
+    store.hit('k', 60)
+    clock.advance(31_000)
+    expect(store.hit('k', 60).attempts).toBe(2)
+  })
+
   it('peeks and refunds nothing once the window has passed', async () => {
     const clock = createTestClock()
     const store = createMemoryRateLimitStore(clock)

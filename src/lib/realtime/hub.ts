@@ -1,5 +1,6 @@
 import type { WebSocket } from 'ws'
-import type { Delivery, RealtimeBus } from './bus.ts'
+import type { Delivery, HubNotice, RealtimeBus } from './bus.ts'
+import { createClientEventLimits } from './client-event-limits.ts'
 import { createFrameWriter } from './frame-writer.ts'
 import { createLocalMembers } from './local-members.ts'
 import type { PresenceStore } from './presence.ts'
@@ -7,17 +8,34 @@ import {
   type ChannelKind,
   encodeFrame,
   errorFrame,
+  NOT_READING,
   newSocketId,
   PusherError,
   RECONNECT_LATER,
 } from './protocol.ts'
+import {
+  type AccessEnded,
+  endAccessOn,
+  type Grant,
+  SocketAccess,
+  subscriptionEndedFrame,
+} from './socket-access.ts'
 import { checkSubscription } from './subscription-request.ts'
+import { createWindowCounter } from './window-counter.ts'
 
 /** The synthetic presence channel of users with a live socket on their own user channel. */
 export const ONLINE = '#online'
 
 const MAX_CLIENT_EVENT_BYTES = 10 * 1024
-const CLIENT_EVENTS_PER_SECOND = 10
+
+/** What one socket may make this instance do and hold. */
+export interface SocketLimits {
+  maxChannelsPerConnection: number
+  /** Frames a socket may send per window (Reverb's rate_limiting, always on here). */
+  messageRateLimit: { maxAttempts: number; decaySeconds: number }
+  /** Bytes queued unread for a socket before it is closed. */
+  maxBufferedBytes: number
+}
 
 export interface HubOptions {
   key: string
@@ -25,6 +43,7 @@ export interface HubOptions {
   maxConnections: number
   activityTimeoutSeconds: number
   drainSeconds: number
+  limits: SocketLimits
   bus: RealtimeBus
   presence: PresenceStore
   /** The user a private user channel belongs to (`private-App.Models.User.7` -> "7"), else null. */
@@ -48,7 +67,8 @@ interface Connection {
   channels: Map<string, Subscription>
   lastActivity: number
   pinged: boolean
-  clientEvents: number[]
+  /** Who authorized its channels, and which ones ended (made at the first grant or end). */
+  access?: SocketAccess
 }
 
 /**
@@ -56,7 +76,7 @@ interface Connection {
  * checked), presence, client events, deliveries from the bus, idle sockets, and the drain at stop.
  */
 export function createHub(options: HubOptions) {
-  const { bus, presence, log } = options
+  const { bus, presence, log, limits } = options
   const sockets = new Map<string, Connection>()
   const subscribers = new Map<string, Set<Connection>>()
   // The members this instance's subscribers were told of, per presence channel.
@@ -64,8 +84,15 @@ export function createHub(options: HubOptions) {
   let draining = false
   let drained: Promise<void> | undefined
 
+  const frameCounts = createWindowCounter(limits.messageRateLimit.decaySeconds * 1000)
+  const clientEventLimits = createClientEventLimits()
+
   const send = (conn: Connection, frame: string) => {
-    if (conn.ws.readyState === conn.ws.OPEN) conn.ws.send(frame)
+    if (conn.ws.readyState !== conn.ws.OPEN) return
+    conn.ws.send(frame)
+    // A client that stops reading would have every frame queued for it: past the bound it is closed
+    // (its close frame waits behind the backlog; ws cuts it 30 s later), and nothing more is queued.
+    if (conn.ws.bufferedAmount > limits.maxBufferedBytes) conn.ws.close(NOT_READING.code, NOT_READING.message)
   }
   const writer = createFrameWriter(send)
   const local = createLocalMembers(presence)
@@ -75,6 +102,9 @@ export function createHub(options: HubOptions) {
     if ('error' in checked) return send(conn, errorFrame(checked.error))
     const { channel, kind, member } = checked
     if (conn.channels.has(channel)) return
+    if (conn.access && !conn.access.mayJoin(channel)) return send(conn, errorFrame(PusherError.unauthorized))
+    if (conn.channels.size >= limits.maxChannelsPerConnection)
+      return send(conn, errorFrame(PusherError.tooManyChannels))
     const subscription: Subscription = member ? { kind, userId: member.userId } : { kind }
     conn.channels.set(channel, subscription)
     const set = subscribers.get(channel) ?? new Set()
@@ -111,6 +141,7 @@ export function createHub(options: HubOptions) {
     const subscription = conn.channels.get(channel)
     if (!subscription) return
     conn.channels.delete(channel)
+    conn.access?.left(channel)
     const set = subscribers.get(channel)
     set?.delete(conn)
     if (set?.size === 0) {
@@ -128,11 +159,19 @@ export function createHub(options: HubOptions) {
     }
   }
 
-  const clientEventAllowed = (conn: Connection, now: number) => {
-    conn.clientEvents = conn.clientEvents.filter((at) => now - at < 1000)
-    if (conn.clientEvents.length >= CLIENT_EVENTS_PER_SECOND) return false
-    conn.clientEvents.push(now)
-    return true
+  /**
+   * Whom a client event counts against: the user the auth route recorded for the socket, or one it
+   * has shown (a presence member, or its own user channel, which the app keeps open), else the
+   * socket alone.
+   */
+  const clientEventSender = (conn: Connection) => {
+    const [authorizedBy] = conn.access?.users ?? []
+    if (authorizedBy !== undefined) return `user:${authorizedBy}`
+    for (const [channel, subscription] of conn.channels) {
+      const userId = subscription.userId ?? options.userOfChannel(channel)
+      if (userId) return `user:${userId}`
+    }
+    return `socket:${conn.id}`
   }
 
   /** A whisper: to the others on a private or presence channel the sender has joined, never back. */
@@ -144,7 +183,8 @@ export function createHub(options: HubOptions) {
     if (Buffer.byteLength(data) > MAX_CLIENT_EVENT_BYTES) {
       return send(conn, errorFrame({ code: 4200, message: 'Client event is larger than 10 KB' }))
     }
-    if (!clientEventAllowed(conn, Date.now())) return send(conn, errorFrame(PusherError.rateLimited))
+    if (!clientEventLimits.allow(clientEventSender(conn), frame.channel as string, Date.now()))
+      return send(conn, errorFrame(PusherError.rateLimited))
     await bus.publish({
       channels: [frame.channel as string],
       event: frame.event,
@@ -181,6 +221,7 @@ export function createHub(options: HubOptions) {
 
   async function onClose(conn: Connection) {
     sockets.delete(conn.id)
+    frameCounts.forget(conn.id)
     for (const channel of [...conn.channels.keys()]) await unsubscribe(conn, channel)
   }
 
@@ -205,6 +246,45 @@ export function createHub(options: HubOptions) {
     writer.flush()
   }
   bus.onDelivery(deliver)
+
+  /** Records a grant on the socket it names, if this instance holds it. */
+  function recordGrant({ socketId, channel, userId, sessionId }: Grant) {
+    const conn = sockets.get(socketId)
+    if (!conn) return
+    conn.access ??= new SocketAccess()
+    conn.access.grant(channel, { userId, sessionId })
+  }
+
+  /**
+   * Drops this instance's subscriptions whose access ended, telling each client (presence members
+   * see member_removed as on any leave); a locked-out user's sockets are closed instead. Every
+   * subscription is detached at once (the synchronous start of `unsubscribe`), so nothing more
+   * reaches it or comes from it; the presence bookkeeping then runs side by side.
+   */
+  async function endAccess(ended: AccessEnded) {
+    const leaving: Promise<void>[] = []
+    for (const conn of [...sockets.values()]) {
+      const { close, drop } = endAccessOn(conn, ended, options.userOfChannel)
+      if (close) {
+        for (const channel of [...conn.channels.keys()]) leaving.push(unsubscribe(conn, channel))
+        send(conn, errorFrame(PusherError.unauthorized))
+        conn.ws.close(PusherError.unauthorized.code, PusherError.unauthorized.message)
+        continue
+      }
+      for (const channel of drop) {
+        // Through the writer: after any event still queued for it (the GroupDeleted that ended it).
+        writer.push(conn, subscriptionEndedFrame(channel))
+        leaving.push(unsubscribe(conn, channel))
+      }
+    }
+    writer.flush()
+    await Promise.all(leaving)
+  }
+
+  bus.onNotice((notice: HubNotice) => {
+    if ('grant' in notice) return recordGrant(notice.grant)
+    endAccess(notice.accessEnded).catch((error: unknown) => log.warn({ err: error }, 'ending access failed'))
+  })
 
   /**
    * Tells this instance's subscribers of members who came or went without a word: those of an
@@ -294,11 +374,17 @@ export function createHub(options: HubOptions) {
         channels: new Map(),
         lastActivity: Date.now(),
         pinged: false,
-        clientEvents: [],
       }
       sockets.set(conn.id, conn)
       // Handlers first, before anything is awaited, so no early frame is lost.
       ws.on('message', (raw) => {
+        const hit = frameCounts.take(conn.id, Date.now())
+        const { maxAttempts } = limits.messageRateLimit
+        if (hit > maxAttempts) {
+          // Dropped unread. Told once per window, so a flood gets no flood of answers.
+          if (hit === maxAttempts + 1) send(conn, errorFrame(PusherError.rateLimited))
+          return
+        }
         onMessage(conn, raw.toString()).catch((error: unknown) =>
           log.warn({ err: error }, 'socket message failed'),
         )
@@ -325,6 +411,12 @@ export function createHub(options: HubOptions) {
     publish: (channels: string[], event: string, data: unknown, except?: string) =>
       bus.publish({ channels, event, data: typeof data === 'string' ? data : JSON.stringify(data), except }),
 
+    /** Tells the instance holding the socket who authorized its channel (the auth route's request). */
+    grant: (grant: Grant) => bus.notify({ grant }),
+
+    /** Ends access on every instance: the subscriptions it covers are dropped, or the sockets closed. */
+    endAccess: (ended: AccessEnded) => bus.notify({ accessEnded: ended }),
+
     /** This instance's occupied channels with their socket counts. */
     channels(): Map<string, number> {
       return new Map([...subscribers].map(([channel, set]) => [channel, set.size]))
@@ -341,9 +433,25 @@ export function createHub(options: HubOptions) {
     /** How many channels have a socket of this instance subscribed. */
     channelCount: () => subscribers.size,
 
+    /** Subscriptions held for this instance's sockets (a socket on 3 channels counts 3). */
+    subscriptionCount(): number {
+      let count = 0
+      for (const conn of sockets.values()) count += conn.channels.size
+      return count
+    },
+
+    /** Bytes queued for this instance's sockets and not yet taken by the network. */
+    bufferedBytes(): number {
+      let bytes = 0
+      for (const conn of sockets.values()) bytes += conn.ws.bufferedAmount
+      return bytes
+    },
+
     /** The periodic work: idle sockets, presence records kept alive, crashed instances' members dropped. */
     async tick(now = Date.now()) {
       sweepIdle(now)
+      frameCounts.prune(now)
+      clientEventLimits.prune(now)
       await presence.heartbeat()
       await reconcile()
     },

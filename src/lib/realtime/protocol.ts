@@ -14,6 +14,9 @@ export const PusherError = {
   appNotFound: { code: 4001, message: 'Application does not exist' },
   overQuota: { code: 4004, message: 'Application is over connection quota' },
   unauthorized: { code: 4009, message: 'Connection is unauthorized' },
+  originNotAllowed: { code: 4009, message: 'Origin not allowed' },
+  // A refused subscription, as Reverb refuses one (the socket stays).
+  tooManyChannels: { code: 4009, message: 'Too many channels on this connection' },
   invalidMessage: { code: 4200, message: 'Invalid message format' },
   pongTimeout: { code: 4201, message: 'Pong reply not received in time' },
   rateLimited: { code: 4301, message: 'Rate limit exceeded' },
@@ -21,6 +24,9 @@ export const PusherError = {
 
 /** Close code for a stopping instance: 41xx makes pusher-js reconnect after a back-off. */
 export const RECONNECT_LATER = { code: 4100, message: 'Server shutting down, reconnect' }
+
+/** Close code for a socket whose unread backlog passed the bound: pusher-js reconnects after a back-off too. */
+export const NOT_READING = { code: 4101, message: 'Client not reading, reconnect later' }
 
 const CHANNEL_NAME = /^[-a-zA-Z0-9_=@,.;]+$/
 export const MAX_CHANNEL_NAME = 164

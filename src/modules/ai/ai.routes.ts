@@ -2,6 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from '../../config.ts'
 import { commonErrorResponses, Paginated } from '../../lib/http-schemas.ts'
+import { throttleAddress } from '../../lib/rate-limit/address.ts'
 import { sendEventStream } from '../../lib/sse.ts'
 import { signedInUser, type ThrottleRule } from '../../plugins/guards.ts'
 import { createActivitiesService } from '../activities/activities.service.ts'
@@ -27,7 +28,7 @@ const aiThrottle: ThrottleRule = {
   name: 'ai',
   max: 60,
   decaySeconds: 60,
-  key: (request) => (request.user ? `user:${request.user.id}` : `ip:${request.ip}`),
+  key: (request) => (request.user ? `user:${request.user.id}` : `ip:${throttleAddress(request.ip)}`),
 }
 
 /** The three assistant agents over SSE, the chat analysis job, and `GET /api/analysis`. */

@@ -2,7 +2,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
 import type { Config } from '../../config.ts'
-import { commonErrorResponses } from '../../lib/http-schemas.ts'
+import { commonErrorResponses, LoginLockoutResponse } from '../../lib/http-schemas.ts'
+import { throttleAddress } from '../../lib/rate-limit/address.ts'
 import { bodyText } from '../../lib/validation.ts'
 import { signedInUser, type ThrottleRule } from '../../plugins/guards.ts'
 import { createLedgerService } from '../credits/ledger.service.ts'
@@ -10,6 +11,7 @@ import { createEmailVerificationService } from '../email-verification/email-veri
 import { presentUser } from '../users/users.presenters.ts'
 import { UserResponse } from '../users/users.schemas.ts'
 import { createUsersService } from '../users/users.service.ts'
+import { createLoginBackoff } from './auth.backoff.ts'
 import { LoginBody, LoginResponse, RegisterBody } from './auth.schemas.ts'
 import { createAuthService } from './auth.service.ts'
 
@@ -19,7 +21,7 @@ const loginThrottle: ThrottleRule = {
   max: 5,
   decaySeconds: 60,
   // Read before validation: a crafted email (an object, say) counts as none and goes on to its 422.
-  key: (request) => `${bodyText(request.body, 'email').toLowerCase()}|${request.ip}`,
+  key: (request) => `${bodyText(request.body, 'email').toLowerCase()}|${throttleAddress(request.ip)}`,
 }
 
 // Password spraying: one address trying a few passwords on many emails. Counted per address once the
@@ -28,7 +30,7 @@ const loginFailuresThrottle: ThrottleRule = {
   name: 'login-failures',
   max: 50,
   decaySeconds: 600,
-  key: (request) => request.ip,
+  key: (request) => throttleAddress(request.ip),
 }
 
 // Every attempt counts, per address: 30 accounts in 10 minutes is more than any office signs up.
@@ -36,7 +38,7 @@ const registerThrottle: ThrottleRule = {
   name: 'register',
   max: 30,
   decaySeconds: 600,
-  key: (request) => request.ip,
+  key: (request) => throttleAddress(request.ip),
 }
 
 // Each call without a session stores a new one: per address, far above what browsers behind one
@@ -45,7 +47,7 @@ const guestSessionThrottle: ThrottleRule = {
   name: 'guest-sessions',
   max: 1500,
   decaySeconds: 600,
-  key: (request) => request.ip,
+  key: (request) => throttleAddress(request.ip),
 }
 
 const NoContent = { 204: Type.Null({ description: 'No Content' }) }
@@ -57,6 +59,12 @@ export default async function authRoutes(fastify: FastifyInstance, { config }: {
   const verification = createEmailVerificationService({ config, clock: app.clock, mailer: app.mailer, users })
   const auth = createAuthService({ users, clock: app.clock, verification })
   const ledger = createLedgerService({ db: app.db, clock: app.clock })
+  const backoff = createLoginBackoff({
+    counters: app.rateLimiter.counters,
+    clock: app.clock,
+    users,
+    queueMail: (mail) => app.mailer.queue(mail),
+  })
   const tags = ['auth']
 
   app.get('/guard/csrf-cookie', { schema: { tags, response: NoContent } }, async (request, reply) => {
@@ -83,11 +91,15 @@ export default async function authRoutes(fastify: FastifyInstance, { config }: {
     '/api/login',
     {
       config: { throttle: loginThrottle },
-      schema: { tags, body: LoginBody, response: { 200: LoginResponse, ...commonErrorResponses } },
+      schema: {
+        tags,
+        body: LoginBody,
+        response: { 200: LoginResponse, ...commonErrorResponses, 429: LoginLockoutResponse },
+      },
     },
     async (request) => {
       await app.rateLimiter.enforce(loginFailuresThrottle, request)
-      const user = await auth.attemptLogin(request.body)
+      const user = await backoff.attempt(request.body.email, () => auth.attemptLogin(request.body))
       await app.rateLimiter.refund(loginFailuresThrottle, request)
       const pendingLogin = auth.pendingTwoFactorLogin(user, request.body.remember ?? false)
       if (pendingLogin) {

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Config } from '../../config.ts'
 import { forbidden } from '../../lib/errors.ts'
 import { commonErrorResponses, MessageResponse } from '../../lib/http-schemas.ts'
+import { throttleAddress } from '../../lib/rate-limit/address.ts'
 import { signedInUser, type ThrottleRule } from '../../plugins/guards.ts'
 import { createUsersService } from '../users/users.service.ts'
 import { VerifyEmailQuery } from './email-verification.schemas.ts'
@@ -13,7 +14,7 @@ const resendThrottle: ThrottleRule = {
   name: 'verification-notification',
   max: 6,
   decaySeconds: 60,
-  key: (request) => String(request.user?.id ?? request.ip),
+  key: (request) => (request.user ? String(request.user.id) : throttleAddress(request.ip)),
 }
 
 /** The signed verification link and its resend, under the spec's paths. */

@@ -68,6 +68,8 @@ export const marketDataRoutes: readonly ProxyRoute[] = [
     url: '/api/market-balance',
     upstream: () => '/market-balance',
     auth: 'verified',
+    // A read, sent as a POST for its filters: it spends the read allowance.
+    budget: 'reads',
     cache: 'none',
     answer: 'data',
     tags,

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Config } from '../../config.ts'
 import { commonErrorResponses, MessageResponse } from '../../lib/http-schemas.ts'
 import { createPeriodicTask } from '../../lib/periodic.ts'
+import { throttleAddress } from '../../lib/rate-limit/address.ts'
 import { bodyText } from '../../lib/validation.ts'
 import type { ThrottleRule } from '../../plugins/guards.ts'
 import { createUsersService } from '../users/users.service.ts'
@@ -25,7 +26,7 @@ const forgotPerClientThrottle: ThrottleRule = {
   name: 'password-email-client',
   max: 20,
   decaySeconds: 3600,
-  key: (request) => request.ip,
+  key: (request) => throttleAddress(request.ip),
 }
 
 /** How often unusable reset tokens (expired, or of no account) are deleted, and once at start. */

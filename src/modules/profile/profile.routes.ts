@@ -89,8 +89,11 @@ export default async function profileRoutes(fastify: FastifyInstance, { config }
       schema: { tags, body: PasswordConfirmationBody, response: messageResponse },
     },
     async (request) => {
-      await profile.deleteAccount(signedInUser(request), request.body.password)
-      // The sessions went with the account; this client gets a fresh guest one, as after logout.
+      const user = signedInUser(request)
+      await profile.deleteAccount(user, request.body.password)
+      // The sessions went with the account; its sockets close, and this client gets a fresh guest
+      // session, as after logout.
+      await app.sessionControl.lockOut(user.id)
       await app.sessionControl.signOut(request)
       return { message: 'Your account has been deleted.' }
     },

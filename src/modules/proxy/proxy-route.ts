@@ -20,6 +20,11 @@ export interface ProxyRoute extends ProxyRule {
   /** Success status: 200 unless said (201 for creates, 204 for deletes). */
   status?: 200 | 201 | 204
   auth?: Extract<AuthGuard, 'session' | 'verified'>
+  /**
+   * The caller's upstream allowance the route spends: `reads` (PROXY_READS_PER_MINUTE) for a GET,
+   * `writes` (PROXY_WRITES_PER_MINUTE) otherwise, unless said (a read sent as a POST).
+   */
+  budget?: 'reads' | 'writes'
   summary: string
   tags: string[]
   params?: TObject
@@ -49,10 +54,10 @@ export function registerProxyRoutes(
       method: route.method,
       url: route.url,
       ...(route.body ? { bodyLimit: MAX_FREE_BODY_BYTES } : {}),
-      // Reads count against the user's share of the upstream quota, cached or not (writes are few).
+      // Every call counts against the user's share of the upstream quota: reads cached or not.
       config: {
         auth: route.auth ?? 'session',
-        ...(route.method === 'GET' ? { throttle: app.upstreamReadThrottle } : {}),
+        throttle: budgetOf(route) === 'reads' ? app.upstreamReadThrottle : app.upstreamWriteThrottle,
       },
       schema: {
         tags: route.tags,
@@ -77,6 +82,8 @@ export function registerProxyRoutes(
     }
   }
 }
+
+const budgetOf = (route: ProxyRoute) => route.budget ?? (route.method === 'GET' ? 'reads' : 'writes')
 
 const WARM_HEADERS = [
   ['x-cache', 'HIT'],

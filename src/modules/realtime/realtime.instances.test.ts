@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildTestApp, TEST_APP_KEY, type TestApp } from '../../../test/helpers/build-test-app.ts'
 import { createGroup, joinGroup } from '../../../test/helpers/chat.ts'
 import { TestClient } from '../../../test/helpers/client.ts'
-import { connected, echoFor, eventually } from '../../../test/helpers/echo.ts'
-import { createUser, signedInClient } from '../../../test/helpers/factories.ts'
+import { connected, echoFor, eventually, settle } from '../../../test/helpers/echo.ts'
+import { createUser, grantCredits, signedInClient } from '../../../test/helpers/factories.ts'
 import { PusherSocket } from '../../../test/helpers/pusher-socket.ts'
 import {
   killServerProcesses,
@@ -220,6 +220,81 @@ describe.each(redisUrl ? ['redis'] : [])('real-time on two in-process instances 
     cySocket.close()
     await eventually(() => seen.leaving.length > 0, 2000)
     expect(seen.leaving).toEqual([cy.user.id])
+  })
+
+  it('ends on B, within a second, the group channels of a member who leaves through A; their own channel goes on', async () => {
+    const ada = await signedInClient(a, { name: 'Ada on A' })
+    // Bob's requests go to A, his socket to B, as a balancer may send them.
+    const bob = await signedInClient(a, { name: 'Bob, socket on B' })
+    const group = await createGroup(ada.client)
+    await joinGroup(bob.client, group.id)
+    const adaEcho = echoFor(a, ada.client)
+    const bobEcho = echoFor(b, bob.client)
+    echoes.push(adaEcho, bobEcho)
+    await connected(adaEcho)
+    await connected(bobEcho)
+    const seen = watchPresence(adaEcho, `chat.group.${group.id}`)
+    await eventually(() => seen.here)
+    const errors: unknown[] = []
+    const messages: string[] = []
+    const notifications: string[] = []
+    let subscribed = 0
+    const onSubscribed = () => {
+      subscribed += 1
+    }
+    bobEcho
+      .private(`chat.group.${group.id}`)
+      .subscribed(onSubscribed)
+      .error((error: unknown) => errors.push(error))
+      .listen('SocketMessage', (e: { message: { body: string } }) => messages.push(e.message.body))
+    bobEcho
+      .join(`chat.group.${group.id}`)
+      .here(onSubscribed)
+      .error((error: unknown) => errors.push(error))
+    bobEcho
+      .private(`App.Models.User.${bob.user.id}`)
+      .subscribed(onSubscribed)
+      .notification((n: { broker_parent_order_id: string }) => notifications.push(n.broker_parent_order_id))
+    await eventually(() => subscribed === 3 && seen.joining.includes(bob.user.id))
+
+    expect((await bob.client.delete(`/api/group/${group.id}/leave`)).status).toBe(200)
+    const leftAt = Date.now()
+    await eventually(() => errors.length === 2, 1000)
+    expect(Date.now() - leftAt).toBeLessThan(1000)
+    expect(errors).toEqual([
+      { type: 'AuthError', error: 'Access to this channel has ended.', status: 403 },
+      { type: 'AuthError', error: 'Access to this channel has ended.', status: 403 },
+    ])
+    await eventually(() => seen.leaving.includes(bob.user.id), 1000)
+
+    await ada.client.post('/api/message', { group_id: group.id, body: 'after Bob left' })
+    await grantCredits(a.database.db, bob.user.id, 10)
+    expect((await bob.client.post('/api/credit-holds', { broker_parent_order_id: 'on-b' })).status).toBe(201)
+    await eventually(() => notifications.includes('on-b'))
+    expect(messages).toEqual([])
+  })
+
+  it('closes on B (4009, no reconnect) the sockets of a user an admin blocks through A', async () => {
+    const admin = await signedInClient(a, { isAdmin: true })
+    const cy = await signedInAt(a.database, b.baseUrl, 'Cy on B')
+    const cyEcho = echoFor(b, cy.client)
+    echoes.push(cyEcho)
+    await connected(cyEcho)
+    let subscribed = false
+    cyEcho.private(`App.Models.User.${cy.user.id}`).subscribed(() => {
+      subscribed = true
+    })
+    const cySocket = await socketOn(endpoint(b), cy.client, [`private-App.Models.User.${cy.user.id}`])
+    sockets.push(cySocket)
+    await eventually(() => subscribed)
+
+    expect((await admin.client.post(`/api/user/block-unblock/${cy.user.id}`)).status).toBe(200)
+    const closed = await Promise.race([cySocket.closed, settle(1000).then(() => null)])
+    expect(closed).toMatchObject({ code: 4009 })
+    const pusher = (cyEcho.connector as unknown as { pusher: { connection: { state: string } } }).pusher
+    await eventually(() => pusher.connection.state === 'disconnected', 1000)
+    await settle(1500)
+    expect(pusher.connection.state).toBe('disconnected')
   })
 
   it('shows on A a user online while their socket is on B, and offline once B stops cleanly', async () => {

@@ -5,6 +5,7 @@ import { commonErrorResponses } from '../../lib/http-schemas.ts'
 import { signedInUser } from '../../plugins/guards.ts'
 import { chatDeps } from '../chat/chat.routes.ts'
 import { createGroupsService } from '../chat/groups/groups.service.ts'
+import { endChannelAccessWithItsReason } from './access-ends.ts'
 import { broadcastChatEvents } from './broadcasts.ts'
 import { createChannelRules } from './channels.ts'
 import { ChannelAuthBody, ChannelAuthResponse } from './realtime.schemas.ts'
@@ -20,6 +21,7 @@ export default async function realtimeRoutes(fastify: FastifyInstance, { config 
     rules: createChannelRules({ groups: createGroupsService(chatDeps(app, config)), appUrl: config.appUrl }),
   })
   broadcastChatEvents(app)
+  endChannelAccessWithItsReason(app)
 
   // Laravel's Broadcast::routes() (and the /api twin Sanctum SPAs use): no CSRF check, as there;
   // the SameSite=Lax session cookie and the CORS allowlist keep other sites out.
@@ -35,7 +37,19 @@ export default async function realtimeRoutes(fastify: FastifyInstance, { config 
           response: { 200: ChannelAuthResponse, ...commonErrorResponses },
         },
       },
-      async (request) => channels.authorize(signedInUser(request), request.body),
+      async (request) => {
+        const user = signedInUser(request)
+        const answer = await channels.authorize(user, request.body)
+        // The socket's instance (maybe another) records who authorized it, so the subscription can
+        // end with their access. Told before the answer: the subscribe frame comes after it.
+        await app.realtime.hub.grant({
+          socketId: request.body.socket_id,
+          channel: request.body.channel_name,
+          userId: String(user.id),
+          sessionId: request.session?.row.id ?? '',
+        })
+        return answer
+      },
     )
   }
 

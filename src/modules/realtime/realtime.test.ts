@@ -210,6 +210,34 @@ describe('Laravel Echo over pusher-js against this server', () => {
     expect(after).toEqual({ id: ada.user.id, online: false, last_seen_at: expect.stringMatching(/Z$/) })
     expect((await bob.client.get(`/api/group/${group.id}/status`)).data.data.online_count).toBe(0)
   })
+
+  it('gives members a group’s online count and a requester (declined or pending) none', async () => {
+    const ada = await tab()
+    const declined = await signedInClient(t)
+    const pending = await signedInClient(t)
+    const group = await createGroup(ada.client, { is_private: true })
+    ada.echo.private(`App.Models.User.${ada.user.id}`)
+    const statusOf = async (client: typeof ada.client) =>
+      (await client.get(`/api/group/${group.id}/status`)).data.data
+    await eventually(async () => (await statusOf(ada.client)).online_count === 1)
+
+    const asked = await declined.client.post(`/api/group/${group.id}/join`)
+    const answer = await ada.client.post(`/api/join-requests/${asked.data.data.join_request_id}/respond`, {
+      action: 'decline',
+    })
+    expect(answer.status).toBe(200)
+    expect((await pending.client.post(`/api/group/${group.id}/join`)).status).toBe(200)
+    expect(await statusOf(declined.client)).toMatchObject({
+      is_member: false,
+      join_request: { status: 'declined' },
+      online_count: null,
+    })
+    expect(await statusOf(pending.client)).toMatchObject({
+      join_request: { status: 'pending' },
+      online_count: null,
+    })
+    expect(await statusOf(ada.client)).toMatchObject({ is_member: true, online_count: 1 })
+  })
 })
 
 describe('the trigger API, through the official pusher server SDK', () => {

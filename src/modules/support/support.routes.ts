@@ -2,6 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Config } from '../../config.ts'
 import { commonErrorResponses, MessageResponse } from '../../lib/http-schemas.ts'
+import { throttleAddress } from '../../lib/rate-limit/address.ts'
 import { signedInUser, type ThrottleRule } from '../../plugins/guards.ts'
 import { ContactFormBody, ReportIssueBody, SupportRequestBody } from './support.schemas.ts'
 import { createSupportService, type Origin } from './support.service.ts'
@@ -12,7 +13,7 @@ const contactThrottle: ThrottleRule = {
   name: 'contact-form',
   max: 5,
   decaySeconds: 60,
-  key: (request) => request.ip,
+  key: (request) => throttleAddress(request.ip),
 }
 const ticketThrottle: ThrottleRule = {
   name: 'support-tickets',

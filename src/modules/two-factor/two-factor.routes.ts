@@ -2,6 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from '../../config.ts'
 import { commonErrorResponses } from '../../lib/http-schemas.ts'
+import { throttleAddress } from '../../lib/rate-limit/address.ts'
 import { signedInUser, type ThrottleRule } from '../../plugins/guards.ts'
 import { createUsersService } from '../users/users.service.ts'
 import { currentPasswordThrottle } from '../users/users.throttles.ts'
@@ -28,7 +29,7 @@ const challengeThrottle: ThrottleRule = {
   key: (request) => {
     const pending = request.session?.row.payload.pendingLogin
     if (pending) return `user:${pending.userId}:${pending.credentials?.slice(0, 16) ?? ''}`
-    return request.session ? `session:${request.session.row.id}` : `ip:${request.ip}`
+    return request.session ? `session:${request.session.row.id}` : `ip:${throttleAddress(request.ip)}`
   },
 }
 

@@ -113,6 +113,8 @@ export default async function adminUsersRoutes(fastify: FastifyInstance, { confi
     },
     async (request) => {
       await admin.remove(signedInUser(request), request.params.id)
+      // The sessions went with the account; what it holds open (sockets) goes now.
+      await app.sessionControl.lockOut(request.params.id)
       return { message: 'User deleted.' }
     },
   )
@@ -130,8 +132,8 @@ export default async function adminUsersRoutes(fastify: FastifyInstance, { confi
     },
     async (request) => {
       const { user, blocked } = await admin.toggleBlock(signedInUser(request), request.params.user)
-      // Signed out at once; the session plugin also refuses a blocked user's cookie on every request.
-      if (blocked) await app.sessionControl.endSessionsOf(user.id)
+      // Signed out at once, sockets closed; the session plugin also refuses a blocked user's cookie.
+      if (blocked) await app.sessionControl.lockOut(user.id)
       return { message: blocked ? 'User blocked.' : 'User unblocked.', user }
     },
   )

@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
 import { commonErrorResponses, MessageResponse } from '../../../lib/http-schemas.ts'
-import { signedInUser } from '../../../plugins/guards.ts'
+import { signedInUser, type ThrottleRule } from '../../../plugins/guards.ts'
 import { GroupParams, GroupResponse } from '../chat.schemas.ts'
 import {
   CreateGroupBody,
@@ -17,6 +17,14 @@ import type { GroupsService } from './groups.service.ts'
 const tags = ['chat']
 const config = { auth: 'session' } as const
 
+// Each group lets its owner mail invitations: a user makes at most 10 groups an hour.
+const groupCreationThrottle: ThrottleRule = {
+  name: 'group-creation',
+  max: 10,
+  decaySeconds: 3600,
+  key: (request) => String(request.user?.id),
+}
+
 /** Groups: create, view, change, delete, join, leave, status, and the sidebar of conversations. */
 export default async function groupsRoutes(fastify: FastifyInstance, { groups }: { groups: GroupsService }) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
@@ -24,7 +32,7 @@ export default async function groupsRoutes(fastify: FastifyInstance, { groups }:
   app.post(
     '/api/group',
     {
-      config,
+      config: { ...config, throttle: groupCreationThrottle },
       schema: {
         tags,
         summary: 'Create a group; the caller owns it',

@@ -64,7 +64,9 @@ export const GroupStatusResponse = Type.Object({
       Type.Object({ id: Type.Integer(), status: Type.Enum(['pending', 'approved', 'declined']) }),
     ),
     unread_count: Type.Integer(),
-    online_count: Type.Integer(),
+    online_count: nullable(
+      Type.Integer({ description: 'Online members; null unless the caller is a member.' }),
+    ),
   }),
 })
 export type GroupStatusResponse = Static<typeof GroupStatusResponse>

@@ -223,7 +223,8 @@ export function createGroupsService(deps: ChatDeps) {
     /**
      * The caller's standing in a group: membership, their join request, unread and online counts.
      * Someone who asked to join a private group may follow their request here (nothing else of the
-     * group is in this answer).
+     * group is in this answer). Only members get the online count: who comes and goes is the
+     * members' business, not a requester's (declined or not) nor a visitor's.
      */
     async status(user: UserRow, id: number): Promise<GroupStatusResponse['data']> {
       const repo = createGroupsRepository({ db })
@@ -237,7 +238,7 @@ export function createGroupsService(deps: ChatDeps) {
         role: access?.membership?.role ?? null,
         join_request: request ? { id: request.id, status: request.status } : null,
         unread_count: access?.membership?.unreadCount ?? 0,
-        online_count: (await deps.presence.online(await repo.memberIds(id))).size,
+        online_count: access?.membership ? (await deps.presence.online(await repo.memberIds(id))).size : null,
       }
     },
 

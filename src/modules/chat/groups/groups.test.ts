@@ -68,6 +68,24 @@ describe('POST /api/group', () => {
     const sidebar = await client.get('/api/sidebar-conversations')
     expect(sidebar.data.data).toEqual([])
   })
+
+  it('lets a user create 10 groups an hour; the 11th is 429 with Retry-After, and creates nothing', async () => {
+    const { client } = await signedInClient(t)
+    for (let i = 0; i < 10; i++) await createGroup(client, { name: `Desk ${i}` })
+    const refused = await client.post('/api/group', { name: 'One too many' })
+    expect(refused.status).toBe(429)
+    expect(refused.data).toEqual({ message: 'Too Many Attempts.' })
+    const retryAfter = Number(refused.headers.get('retry-after'))
+    expect(retryAfter).toBeGreaterThan(0)
+    expect(retryAfter).toBeLessThanOrEqual(3600)
+    expect(refused.headers.get('x-ratelimit-limit')).toBe('10')
+    expect((await client.get('/api/sidebar-conversations')).data.data).toHaveLength(10)
+
+    // Someone else's allowance is their own; an hour later this user creates again.
+    await createGroup((await signedInClient(t)).client)
+    t.clock.advance(61 * 60_000)
+    await createGroup(client, { name: 'Next hour' })
+  })
 })
 
 describe('joining, leaving and the events they emit', () => {

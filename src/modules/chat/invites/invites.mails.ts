@@ -1,9 +1,9 @@
 import { type MailMessage, renderMail } from '../../../lib/mail/message.ts'
 
-// A subject is one header line: whatever line breaks a name holds become spaces.
-const oneLine = (text: string) => text.replace(/\s+/g, ' ')
-
-/** InviteUserMail: who invites the address to which group, with the link to accept. */
+/**
+ * InviteUserMail: who invites the address to which group, with the link to accept. The subject
+ * repeats nothing a user typed (names are chosen by whoever signs up), so that it cannot carry spam.
+ */
 export function inviteUserMail(input: {
   to: string
   groupName: string
@@ -12,7 +12,7 @@ export function inviteUserMail(input: {
   expiresAt: Date
 }): MailMessage {
   return renderMail(input.to, {
-    subject: oneLine(`${input.inviterName} invited you to join ${input.groupName}`),
+    subject: 'You have been invited to join a chat group',
     lines: [`${input.inviterName} invited you to join the chat group "${input.groupName}".`],
     action: { label: 'Accept the invitation', url: input.url },
     outro: [

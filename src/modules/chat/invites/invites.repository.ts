@@ -39,12 +39,16 @@ export function createInvitesRepository({ db }: { db: Db }) {
   return {
     /**
      * The pending invite of `email` to the group with a new token and expiry: refreshed when there
-     * is one (its old link stops working), created otherwise.
+     * is one (its old link stops working, unless `keepToken`), created otherwise.
      */
-    async upsertPending(values: {
+    async upsertPending({
+      keepToken = false,
+      ...values
+    }: {
       groupId: number
       email: string
       tokenHash: string
+      keepToken?: boolean
       invitedBy: number
       expiresAt: Date
       now: Date
@@ -56,7 +60,7 @@ export function createInvitesRepository({ db }: { db: Db }) {
           target: [chatInvites.groupId, chatInvites.email],
           targetWhere: sql`${chatInvites.status} = 'pending'`,
           set: {
-            tokenHash: values.tokenHash,
+            ...(keepToken ? {} : { tokenHash: values.tokenHash }),
             invitedBy: values.invitedBy,
             expiresAt: values.expiresAt,
             updatedAt: values.now,

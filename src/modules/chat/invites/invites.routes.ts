@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import { commonErrorResponses } from '../../../lib/http-schemas.ts'
-import { signedInUser, type ThrottleRule } from '../../../plugins/guards.ts'
+import { signedInUser } from '../../../plugins/guards.ts'
 import { GroupParams, GroupResponse } from '../chat.schemas.ts'
 import {
   AcceptInviteBody,
@@ -13,27 +13,13 @@ import {
   TokenParams,
   ValidateInviteResponse,
 } from './invites.schemas.ts'
-import type { InvitesService, MailLimit } from './invites.service.ts'
+import type { InvitesService } from './invites.service.ts'
+import { inviteMailLimit } from './invites.throttles.ts'
 
 const tags = ['chat']
 const config = { auth: 'session' } as const
-
-// Each invitation mails a stranger: per group and address, the first mail and three more (resends
-// or invitations again) an hour, counted once the caller is known to be the owner.
-const INVITE_MAILS_PER_HOUR = 4
-
-/** The limit of invitation mails, for one request (the rate limiter sets its headers on `reply`). */
-const mailLimit =
-  (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): MailLimit =>
-  async (groupId, email) => {
-    const rule: ThrottleRule = {
-      name: 'invite-mail',
-      max: INVITE_MAILS_PER_HOUR,
-      decaySeconds: 3600,
-      key: () => `${groupId}:${email.toLowerCase()}`,
-    }
-    await app.rateLimiter.enforce(rule, request, reply)
-  }
+// Inviting mails a stranger from our domain: only from an address known to be the caller's.
+const mailing = { auth: 'verified' } as const
 
 /** Invitations by email: send, list, check a link, accept, revoke or decline, send again. */
 export default async function invitesRoutes(
@@ -45,7 +31,7 @@ export default async function invitesRoutes(
   app.post(
     '/api/invites',
     {
-      config,
+      config: mailing,
       schema: {
         tags,
         summary: 'Invite an address to a group (its owner); mails InviteUserMail',
@@ -55,7 +41,7 @@ export default async function invitesRoutes(
     },
     async (request, reply) => {
       const { group_id, email } = request.body
-      const limit = mailLimit(app, request, reply)
+      const limit = inviteMailLimit(app, request, reply)
       const [invite] = await invites.invite(signedInUser(request), group_id, [email], () => 'email', limit)
       return { data: invite as NonNullable<typeof invite> }
     },
@@ -64,7 +50,7 @@ export default async function invitesRoutes(
   app.put(
     '/api/group/:group/invite',
     {
-      config,
+      config: mailing,
       schema: {
         tags,
         summary: 'Invite up to 20 addresses to a group (its owner); mails InviteUserMail to each',
@@ -79,7 +65,7 @@ export default async function invitesRoutes(
         request.params.group,
         request.body.emails,
         (index) => `emails.${index}`,
-        mailLimit(app, request, reply),
+        inviteMailLimit(app, request, reply),
       ),
     }),
   )
@@ -142,7 +128,7 @@ export default async function invitesRoutes(
   app.post(
     '/api/invites/:id/resend',
     {
-      config,
+      config: mailing,
       schema: {
         tags,
         summary:
@@ -152,7 +138,11 @@ export default async function invitesRoutes(
       },
     },
     async (request, reply) => ({
-      data: await invites.resend(signedInUser(request), request.params.id, mailLimit(app, request, reply)),
+      data: await invites.resend(
+        signedInUser(request),
+        request.params.id,
+        inviteMailLimit(app, request, reply),
+      ),
     }),
   )
 }

@@ -31,10 +31,11 @@ export interface InvitesDeps extends ChatDeps {
 }
 
 /**
- * Counts one invitation mail to `email` for the group; throws (429) past the limit. Invites and
+ * Counts one invitation mail to `email` for the group: throws (429) past the caller's own limits;
+ * answers false when the address has had its mails for the day (invited, not mailed). Invites and
  * resends share it, so re-inviting cannot be used to get round the resend limit.
  */
-export type MailLimit = (groupId: number, email: string) => Promise<void>
+export type MailLimit = (groupId: number, email: string) => Promise<boolean>
 
 const DAY_MS = 86_400_000
 const hashToken = (token: string) => createHash('sha256').update(token).digest('hex')
@@ -61,16 +62,22 @@ export function createInvitesService(deps: InvitesDeps) {
 
   const sameEmail = (user: UserRow, email: string) => user.email.toLowerCase() === email.toLowerCase()
 
-  /** Issues a new token for the invite (its old link stops working) and mails it, in `tx`. */
+  /**
+   * Moves the invite's expiry and, when it is to be mailed, issues a new token (its old link stops
+   * working) and mails it, in `tx`. Unmailed, an invite keeps the token it has (the link mailed
+   * last keeps working): `write` is told to keep it, and a new invite gets one never sent.
+   */
   async function issue(
     tx: Db,
     inviter: UserRow,
     groupName: string,
-    write: (tokenHash: string, expiresAt: Date) => Promise<{ id: number; email: string }>,
+    mailed: boolean,
+    write: (tokenHash: string, expiresAt: Date, keepToken: boolean) => Promise<{ id: number; email: string }>,
   ): Promise<number> {
     const token = newToken()
     const expiresAt = new Date(clock.nowMs() + INVITE_DAYS * DAY_MS)
-    const invite = await write(hashToken(token), expiresAt)
+    const invite = await write(hashToken(token), expiresAt, !mailed)
+    if (!mailed) return invite.id
     const url = `${deps.inviteBaseUrl}/invites/${token}`
     await deps.queueMail(
       inviteUserMail({ to: invite.email, groupName, inviterName: inviter.name, url, expiresAt }),
@@ -117,7 +124,7 @@ export function createInvitesService(deps: InvitesDeps) {
      * The group's owner invites addresses: each gets one pending invite (refreshed when it had one)
      * and InviteUserMail with its link. An address that already belongs to a member is a 422 on its
      * field (`fieldOf(index)`), and then nobody is invited. `beforeMailing` counts each mail
-     * against the address's limit (invites and resends alike).
+     * against the limits (invites and resends alike); an address it holds back is invited unmailed.
      */
     async invite(
       user: UserRow,
@@ -141,13 +148,14 @@ export function createInvitesService(deps: InvitesDeps) {
         const repo = createInvitesRepository({ db: tx })
         const ids: number[] = []
         for (const email of new Set(emails.map((e) => e.toLowerCase()))) {
-          await beforeMailing(groupId, email)
+          const mailed = await beforeMailing(groupId, email)
           ids.push(
-            await issue(tx, user, access.group.name, (tokenHash, expiresAt) =>
+            await issue(tx, user, access.group.name, mailed, (tokenHash, expiresAt, keepToken) =>
               repo.upsertPending({
                 groupId,
                 email,
                 tokenHash,
+                keepToken,
                 invitedBy: user.id,
                 expiresAt,
                 now: clock.now(),
@@ -241,7 +249,8 @@ export function createInvitesService(deps: InvitesDeps) {
 
     /**
      * The group's owner mails a pending invitation again, with a new link and expiry (an expired one
-     * is invited again instead); `beforeMailing` counts the mail against the address's limit.
+     * is invited again instead); `beforeMailing` counts the mail against the limits, and an address
+     * it holds back keeps its link, unmailed, answered alike.
      */
     async resend(user: UserRow, id: number, beforeMailing: MailLimit): Promise<Invite> {
       await db.transaction(async (tx) => {
@@ -254,9 +263,10 @@ export function createInvitesService(deps: InvitesDeps) {
             `Only a pending invitation can be sent again; this one is ${status} (invite the address again instead).`,
           )
         }
-        await beforeMailing(group.id, invite.email)
-        await issue(tx, user, group.name, async (tokenHash, expiresAt) => {
-          await createInvitesRepository({ db: tx }).refresh(id, tokenHash, expiresAt, clock.now())
+        const mailed = await beforeMailing(group.id, invite.email)
+        await issue(tx, user, group.name, mailed, async (tokenHash, expiresAt, keepToken) => {
+          const kept = keepToken ? invite.tokenHash : tokenHash
+          await createInvitesRepository({ db: tx }).refresh(id, kept, expiresAt, clock.now())
           return invite
         })
       })

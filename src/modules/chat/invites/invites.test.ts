@@ -41,9 +41,12 @@ async function nextToken(email: string, already: number) {
 /** Delivers whatever the outbox still holds, so an absent mail is truly absent. */
 const settleMail = () => t.app.outbox.drain()
 
-/** An owner (signed in) and a group of theirs. */
+/** An owner (signed in, verified: inviting needs it) and a group of theirs. */
 async function ownerWithGroup(options: { is_private?: boolean; name?: string; ownerName?: string } = {}) {
-  const { client: owner, user } = await signedInClient(t, { name: options.ownerName ?? 'Olivia Owner' })
+  const { client: owner, user } = await signedInClient(t, {
+    name: options.ownerName ?? 'Olivia Owner',
+    verified: true,
+  })
   const group = await createGroup(owner, {
     name: options.name ?? 'Options desk',
     is_private: options.is_private ?? false,
@@ -84,7 +87,7 @@ describe('the invitation lifecycle, read from the SMTP sink', () => {
 
     const mail = await sink.waitForMailTo(email, 0)
     expect(mail.to).toEqual([email])
-    expect(mail.subject).toBe('Olivia Owner invited you to join Private desk')
+    expect(mail.subject).toBe('You have been invited to join a chat group')
     expect(mail.text).toContain('Olivia Owner invited you to join the chat group "Private desk".')
     const token = tokenOf(mail)
     expect(token.length).toBeGreaterThanOrEqual(40)
@@ -167,7 +170,7 @@ describe('the invitation lifecycle, read from the SMTP sink', () => {
     for (const email of emails) {
       const mail = await sink.waitForMailTo(email, 0)
       expect(mail.to).toEqual([email])
-      expect(mail.subject).toBe('Olivia Owner invited you to join Futures pit')
+      expect(mail.subject).toBe('You have been invited to join a chat group')
       const token = tokenOf(mail)
       expect(token.length).toBeGreaterThanOrEqual(40)
       expect(res.text).not.toContain(token)
@@ -217,9 +220,9 @@ describe('the invitation lifecycle, read from the SMTP sink', () => {
 
   it('lets only the owner invite: a member or a non-member of a public group 403, of a private one 404', async () => {
     const { owner, group } = await ownerWithGroup()
-    const { client: member } = await signedInClient(t)
+    const { client: member } = await signedInClient(t, { verified: true })
     await joinGroup(member, group.id)
-    const { client: outsider } = await signedInClient(t)
+    const { client: outsider } = await signedInClient(t, { verified: true })
     const { group: hidden } = await ownerWithGroup({ is_private: true })
     const email = uniqueEmail('nobody')
 
@@ -255,7 +258,7 @@ describe('invitation 422s', () => {
   })
 
   it('POST /api/invites refuses a missing group_id with 422', async () => {
-    const { client } = await signedInClient(t)
+    const { client } = await signedInClient(t, { verified: true })
     const res = await client.post('/api/invites', { email: uniqueEmail() })
     expect(res.status).toBe(422)
     expect(Object.keys(res.data.errors)).toEqual(['group_id'])
@@ -585,7 +588,7 @@ describe('POST /api/invites/{id}/resend', () => {
     expect(ms(res.data.data.expires_at) - ms(first.invite.expires_at)).toBe(minutes(30))
 
     const { mail, token } = await nextToken(email, 1)
-    expect(mail.subject).toBe('Olivia Owner invited you to join Resend desk')
+    expect(mail.subject).toBe('You have been invited to join a chat group')
     expect(token).not.toBe(first.token)
     expect(token.length).toBeGreaterThanOrEqual(40)
     expect(res.text).not.toContain(token)
@@ -604,9 +607,9 @@ describe('POST /api/invites/{id}/resend', () => {
     const { owner, group } = await ownerWithGroup()
     const email = uniqueEmail('notyours')
     const { invite: created } = await invite(owner, group.id, email)
-    const { client: member } = await signedInClient(t)
+    const { client: member } = await signedInClient(t, { verified: true })
     await joinGroup(member, group.id)
-    const { client: stranger } = await signedInClient(t)
+    const { client: stranger } = await signedInClient(t, { verified: true })
     const { client: invitee } = await signedInClient(t, { email, verified: true })
     for (const client of [member, stranger, invitee]) {
       const res = await client.post(`/api/invites/${created.id}/resend`)
@@ -641,13 +644,14 @@ describe('POST /api/invites/{id}/resend', () => {
     for (let i = 0; i < 3; i++) {
       expect((await owner.post(`/api/invites/${created.id}/resend`)).status).toBe(200)
     }
-    await sink.waitFor(() => sink.to(email).length === 4)
+    // The third resend is within the invitation's limit but the address's fourth mail today: not sent.
+    await sink.waitFor(() => sink.to(email).length === 3)
     const fourth = await owner.post(`/api/invites/${created.id}/resend`)
     expect(fourth.status).toBe(429)
     expect(fourth.data).toEqual({ message: 'Too Many Attempts.' })
     expect(Number(fourth.headers.get('retry-after'))).toBeGreaterThan(0)
     await settleMail()
-    expect(sink.to(email)).toHaveLength(4)
+    expect(sink.to(email)).toHaveLength(3)
 
     // Another invitation of the same owner has its own allowance.
     const other = await invite(owner, group.id, uniqueEmail('other'))
@@ -656,7 +660,10 @@ describe('POST /api/invites/{id}/resend', () => {
     t.clock.advance(minutes(61))
     const later = await owner.post(`/api/invites/${created.id}/resend`)
     expect(later.status).toBe(200)
-    const { token } = await nextToken(email, 4)
+    // Not mailed (the address had its 3 today): the link it was sent last keeps working.
+    await settleMail()
+    expect(sink.to(email)).toHaveLength(3)
+    const token = tokenOf(sink.to(email)[2] as ReceivedMail)
     const { client: invitee } = await signedInClient(t, { email })
     expect((await invitee.get(`/api/invites/validate/${token}`)).data.data.valid).toBe(true)
   })
@@ -674,7 +681,8 @@ describe('POST /api/invites/{id}/resend', () => {
     expect((await owner.put(`/api/group/${group.id}/invite`, { emails: [email] })).status).toBe(429)
     expect((await owner.post(`/api/invites/${created.id}/resend`)).status).toBe(429)
     await settleMail()
-    expect(sink.to(email)).toHaveLength(4)
+    // Four answered 200; the address's daily 3 were mailed.
+    expect(sink.to(email)).toHaveLength(3)
   })
 
   it('refuses an expired invitation (422); inviting the address again revives it with a new link', async () => {
@@ -693,6 +701,100 @@ describe('POST /api/invites/{id}/resend', () => {
     const revived = await owner2.post('/api/invites', { group_id: group.id, email })
     expect(revived.status).toBe(200)
     expect(revived.data.data).toMatchObject({ id: created.id, status: 'pending' })
+  })
+})
+
+describe('invitation spam (issue 25)', () => {
+  const notVerified = { message: 'Your email address is not verified.' }
+
+  it('refuses an inviter whose email is not verified with 403 on every mailing route, mailing nobody', async () => {
+    const { client: owner } = await signedInClient(t, { verified: false })
+    const group = await createGroup(owner, { name: 'Unverified desk' })
+    const email = uniqueEmail('victim')
+    const answers = [
+      await owner.post('/api/invites', { group_id: group.id, email }),
+      await owner.put(`/api/group/${group.id}/invite`, { emails: [email] }),
+      await owner.post('/api/invites/1/resend'),
+    ]
+    for (const res of answers) {
+      expect(res.status).toBe(403)
+      expect(res.data).toEqual(notVerified)
+    }
+    await settleMail()
+    expect(sink.to(email)).toEqual([])
+  })
+
+  it('mails one address 3 invitations a day across groups and inviters; the rest are answered alike, unmailed', async () => {
+    const { owner } = await ownerWithGroup()
+    const groups = [
+      await createGroup(owner, { name: 'Spam one' }),
+      await createGroup(owner, { name: 'Spam two' }),
+      await createGroup(owner, { name: 'Spam three' }),
+    ]
+    const victim = uniqueEmail('victim')
+    const answers = []
+    for (const group of groups) {
+      for (let i = 0; i < 4; i++)
+        answers.push(await owner.post('/api/invites', { group_id: group.id, email: victim }))
+    }
+    expect(answers.map((res) => res.status)).toEqual(Array(12).fill(200))
+    for (const res of answers) expect(res.data.data).toMatchObject({ email: victim, status: 'pending' })
+
+    // A list naming the address and a fresh one: both invited and answered the same way, only the fresh one mailed.
+    const other = await ownerWithGroup({ name: 'Another desk' })
+    const fresh = uniqueEmail('fresh')
+    const both = await other.owner.put(`/api/group/${other.group.id}/invite`, { emails: [victim, fresh] })
+    expect(both.status).toBe(200)
+    expect(both.data.data.map((i: { email: string; status: string }) => [i.email, i.status])).toEqual([
+      [victim, 'pending'],
+      [fresh, 'pending'],
+    ])
+    await sink.waitForMailTo(fresh, 0)
+    await settleMail()
+    expect(sink.to(victim)).toHaveLength(3)
+    expect(sink.to(fresh)).toHaveLength(1)
+
+    // Unmailed invitations are still there for the address's verified owner, and the mailed links work.
+    const { client: invitee } = await signedInClient(t, { email: victim, verified: true })
+    const listed = await invitee.get('/api/invites')
+    expect(listed.data.data.map((i: { group: { id: number } }) => i.group.id)).toEqual([
+      ...groups.map((g) => g.id),
+      other.group.id,
+    ])
+    const mailed = tokenOf(sink.to(victim)[2] as ReceivedMail)
+    expect((await invitee.get(`/api/invites/validate/${mailed}`)).data.data.valid).toBe(true)
+  })
+
+  it('takes 50 invitations a day from one inviter, whatever the groups; then 429 with Retry-After, mailing nobody', async () => {
+    const { owner, group } = await ownerWithGroup()
+    const batch = (n: number) => Array.from({ length: n }, () => uniqueEmail('bulk'))
+    for (const emails of [batch(20), batch(20), batch(10)]) {
+      expect((await owner.put(`/api/group/${group.id}/invite`, { emails })).status).toBe(200)
+    }
+    const late = uniqueEmail('late')
+    const second = await createGroup(owner, { name: 'Second desk' })
+    const refused = await owner.post('/api/invites', { group_id: second.id, email: late })
+    expect(refused.status).toBe(429)
+    expect(refused.data).toEqual({ message: 'Too Many Attempts.' })
+    const retryAfter = Number(refused.headers.get('retry-after'))
+    expect(retryAfter).toBeGreaterThan(0)
+    expect(retryAfter).toBeLessThanOrEqual(86_400)
+    expect(refused.headers.get('x-ratelimit-limit')).toBe('50')
+    const lateList = [uniqueEmail('late')]
+    expect((await owner.put(`/api/group/${group.id}/invite`, { emails: lateList })).status).toBe(429)
+    await settleMail()
+    expect(sink.to(late)).toEqual([])
+    expect(sink.to(lateList[0] as string)).toEqual([])
+  })
+
+  it('keeps names users typed out of the subject', async () => {
+    const { owner, group } = await ownerWithGroup({
+      ownerName: 'Cheap pills at spam.example',
+      name: 'WIN $1000 NOW visit spam.example',
+    })
+    const email = uniqueEmail('subject')
+    const { mail } = await invite(owner, group.id, email)
+    expect(mail.subject).toBe('You have been invited to join a chat group')
   })
 })
 
