@@ -32,7 +32,8 @@ export function requestValidators(): () => FastifySchemaCompiler<unknown> {
       const validate: Validate = (data) => {
         const json = data !== null && typeof data === 'object' && jsonBodies.has(data)
         if (json) laravelJsonValues(schema as JsonSchema, data)
-        const check = json ? asJson : (asText ??= coercing.compile(schema as object))
+        if (!json && !asText) asText = coercing.compile(schema as object)
+        const check = json || !asText ? asJson : asText
         const valid = check(data)
         validate.errors = check.errors
         return valid
