@@ -80,4 +80,24 @@ describe('JSON values of the wrong type', () => {
     expect(res.status).toBe(200)
     expect(res.data).toMatchObject({ timezone: null, country: null })
   })
+
+  it('a profile photo posted beside a field named after an Object.prototype member is a 422, and the photo is not stored', async () => {
+    const { client } = await signedInClient(t)
+    const png = Buffer.from(
+      'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=',
+      'base64',
+    )
+    for (const name of ['toString', 'hasOwnProperty', 'constructor', '__proto__']) {
+      const form = new FormData()
+      form.append('photo', new Blob([png], { type: 'image/png' }), 'me.png')
+      form.append(name, 'x')
+      const request = new Request('http://multipart.invalid/', { method: 'POST', body: form })
+      const res = await client.post('/api/user-profile/profile-photo', undefined, {
+        raw: Buffer.from(await request.arrayBuffer()),
+        headers: { 'content-type': request.headers.get('content-type') ?? '' },
+      })
+      expect(res.status, name).toBe(422)
+      expect((await client.get('/api/user')).data.profile_photo_url).toBeNull()
+    }
+  })
 })
