@@ -6,6 +6,7 @@ import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app
 import { TestClient } from '../../../test/helpers/client.ts'
 import { minutes } from '../../../test/helpers/clock.ts'
 import { createUser, signedInClient } from '../../../test/helpers/factories.ts'
+import { resetPasswordByMail } from '../../../test/helpers/password-reset.ts'
 import { SmtpSink } from '../../../test/helpers/smtp-sink.ts'
 import { rememberTokens, sessions } from '../../db/schema/index.ts'
 
@@ -214,20 +215,7 @@ describe('what ends a remembered device', () => {
 
   it('a password reset forgets every device', async () => {
     const { user, client } = await rememberedUser()
-    const asked = await new TestClient(t.baseUrl).post('/api/password/email', { email: user.email })
-    expect(asked.status).toBe(200)
-    const mail = await sink.waitFor(
-      (m) => m.to.includes(user.email) && m.subject === 'Reset Password Notification',
-    )
-    const token = new URL(mail.text.match(/http\S+\/reset-password\?\S+/)?.[0] ?? '').searchParams.get(
-      'token',
-    )
-    const reset = await new TestClient(t.baseUrl).post('/api/password/reset', {
-      token,
-      email: user.email,
-      password: 'a reset long secret',
-      password_confirmation: 'a reset long secret',
-    })
+    const reset = await resetPasswordByMail(t, sink, user.email, 'a reset long secret')
     expect(reset.status).toBe(200)
     t.clock.advance(IDLE)
     expect(await me(client)).toBe(401)

@@ -4,6 +4,7 @@ import { createGroup, joinGroup, postMessage } from '../../../test/helpers/chat.
 import { TestClient } from '../../../test/helpers/client.ts'
 import { connected, echoFor, eventually, settle } from '../../../test/helpers/echo.ts'
 import { grantCredits, signedInClient } from '../../../test/helpers/factories.ts'
+import { resetPasswordByMail } from '../../../test/helpers/password-reset.ts'
 import { PusherSocket } from '../../../test/helpers/pusher-socket.ts'
 import { SmtpSink } from '../../../test/helpers/smtp-sink.ts'
 
@@ -241,21 +242,7 @@ describe('when sessions end', () => {
   it('a password reset drops what every session authorized', async () => {
     const { user, client } = await signedInClient(t)
     const seen = await follow(await tab(client), `App.Models.User.${user.id}`, [NOTIFICATION])
-    expect((await new TestClient(t.baseUrl).post('/api/password/email', { email: user.email })).status).toBe(
-      200,
-    )
-    const mail = await sink.waitFor(
-      (m) => m.to.includes(user.email) && m.subject === 'Reset Password Notification',
-    )
-    const token = new URL(mail.text.match(/http\S+\/reset-password\?\S+/)?.[0] ?? '').searchParams.get(
-      'token',
-    )
-    const reset = await new TestClient(t.baseUrl).post('/api/password/reset', {
-      token,
-      email: user.email,
-      password: 'a reset long secret',
-      password_confirmation: 'a reset long secret',
-    })
+    const reset = await resetPasswordByMail(t, sink, user.email, 'a reset long secret')
     expect(reset.status).toBe(200)
     await eventually(() => seen.errors.length === 1, WITHIN_A_SECOND)
     expect(seen.errors).toEqual([ENDED])
