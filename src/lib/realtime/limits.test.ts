@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { buildTestApp, SPA_ORIGIN, type TestApp } from '../../../test/helpers/build-test-app.ts'
 import { type Frame, PusherSocket, type PusherSocketOptions } from '../../../test/helpers/pusher-socket.ts'
 import { sharedDatabase } from '../../../test/helpers/test-database.ts'
-import { addressKey } from './client-address.ts'
+import { throttleAddress } from '../rate-limit/address.ts'
 import { channelAuth } from './signatures.ts'
 
 // What one client can make an instance do and hold (issue 25): raw `ws` clients against the app's
@@ -155,12 +155,12 @@ describe('sockets per client address (REVERB_MAX_CONNECTIONS_PER_ADDRESS)', () =
   })
 
   it('keys addresses as IPv4, or the /64 of an IPv6 address', () => {
-    expect(addressKey('203.0.113.7')).toBe('203.0.113.7')
-    expect(addressKey('::ffff:203.0.113.7')).toBe('203.0.113.7')
-    expect(addressKey('2001:db8:1:2::a')).toBe('2001:db8:1:2::/64')
-    expect(addressKey('2001:0db8:0001:0002:ffff:0:0:b')).toBe('2001:db8:1:2::/64')
-    expect(addressKey('2001:db8::1')).toBe('2001:db8:0:0::/64')
-    expect(addressKey('::1')).toBe('0:0:0:0::/64')
+    expect(throttleAddress('203.0.113.7')).toBe('203.0.113.7')
+    expect(throttleAddress('::ffff:203.0.113.7')).toBe('203.0.113.7')
+    expect(throttleAddress('2001:db8:1:2::a')).toBe('2001:db8:1:2::/64')
+    expect(throttleAddress('2001:0db8:0001:0002:ffff:0:0:b')).toBe('2001:db8:1:2::/64')
+    expect(throttleAddress('2001:db8::1')).toBe('2001:db8:0:0::/64')
+    expect(throttleAddress('::1')).toBe('0:0:0:0::/64')
   })
 })
 

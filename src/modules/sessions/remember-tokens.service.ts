@@ -69,9 +69,6 @@ export function createRememberTokensService({
 
     /** Deletes the devices whose time is up (the session plugin's background sweep). */
     sweepExpired: () => repo.deleteExpired(unixSeconds(clock)),
-
-    /** The cookie value's row id, without I/O. */
-    idOf: (token: string) => hashSessionToken(token),
   }
 }
 
