@@ -32,8 +32,11 @@ export function requestValidators(): () => FastifySchemaCompiler<unknown> {
       const validate: Validate = (data) => {
         const json = data !== null && typeof data === 'object' && jsonBodies.has(data)
         if (json) laravelJsonValues(schema as JsonSchema, data)
-        if (!json && !asText) asText = coercing.compile(schema as object)
-        const check = json || !asText ? asJson : asText
+        let check = asJson
+        if (!json) {
+          asText ??= coercing.compile(schema as object)
+          check = asText
+        }
         const valid = check(data)
         validate.errors = check.errors
         return valid
