@@ -38,6 +38,7 @@ import cachePlugin from './plugins/cache.ts'
 import clockPlugin from './plugins/clock.ts'
 import corsPlugin from './plugins/cors.ts'
 import dbPlugin from './plugins/db.ts'
+import dependencyHealthPlugin from './plugins/dependency-health.ts'
 import errorsPlugin, { answerRouterError } from './plugins/errors.ts'
 import eventsPlugin from './plugins/events.ts'
 import guardsPlugin from './plugins/guards.ts'
@@ -152,6 +153,9 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   await app.register(shutdownPlugin, { graceMs: config.shutdown.graceMs })
   await app.register(eventsPlugin)
   await app.register(metricsPlugin, { config })
+  await app.register(dependencyHealthPlugin, {
+    used: redis ? (['database', 'redis', 'upstream'] as const) : (['database', 'upstream'] as const),
+  })
   await app.register(dbPlugin, { database })
   await app.register(redisPlugin, { redis })
   await app.register(outboxPlugin, { retentionDays: config.outboxRetentionDays })

@@ -13,6 +13,8 @@ export interface RequestOptions {
   raw?: string | Buffer
   /** Leave out the XSRF header even on a mutation. */
   withoutCsrf?: boolean
+  /** Gives up after this long (the promise rejects with a TimeoutError), as a browser tab would. */
+  timeoutMs?: number
 }
 
 /**
@@ -80,7 +82,13 @@ export class TestClient {
       headers['content-type'] = 'application/json'
     }
     Object.assign(headers, options.headers)
-    const res = await fetch(`${this.baseUrl}${path}`, { method, headers, body: payload, redirect: 'manual' })
+    const res = await fetch(`${this.baseUrl}${path}`, {
+      method,
+      headers,
+      body: payload,
+      redirect: 'manual',
+      ...(options.timeoutMs ? { signal: AbortSignal.timeout(options.timeoutMs) } : {}),
+    })
     this.storeCookies(res.headers)
     const text = await res.text()
     let data: any = text

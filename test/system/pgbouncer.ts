@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { unprivilegedAccount } from '../helpers/system-account.ts'
 import { waitForPort } from './processes.ts'
 
 export const PGBOUNCER_BIN = '/usr/sbin/pgbouncer'
@@ -11,16 +12,6 @@ export interface RunningPgBouncer {
   via(databaseUrl: string): string
   log(): string
   stop(): Promise<void>
-}
-
-/** uid and gid of a system account, from /etc/passwd. */
-function account(name: string): { uid: number; gid: number } {
-  const line = readFileSync('/etc/passwd', 'utf8')
-    .split('\n')
-    .find((entry) => entry.startsWith(`${name}:`))
-  const [, , uid, gid] = line?.split(':') ?? []
-  if (uid === undefined || gid === undefined) throw new Error(`no ${name} account in /etc/passwd`)
-  return { uid: Number(uid), gid: Number(gid) }
 }
 
 /**
@@ -54,8 +45,7 @@ export async function startPgBouncer(serverUrl: string, port: number): Promise<R
       '',
     ].join('\n'),
   )
-  const asRoot = process.getuid?.() === 0
-  const runAs = asRoot ? account('nobody') : undefined
+  const runAs = unprivilegedAccount('nobody')
   if (runAs) chownSync(dir, runAs.uid, runAs.gid)
   const child: ChildProcess = spawn(PGBOUNCER_BIN, [join(dir, 'pgbouncer.ini')], {
     stdio: ['ignore', 'pipe', 'pipe'],

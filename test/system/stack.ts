@@ -22,6 +22,12 @@ export const REVERB = { appId: '515151', key: 'system-app-key', secret: 'system-
 export interface StackOptions {
   /** The instances reach PostgreSQL through a PgBouncer in transaction mode the stack starts. */
   viaPgBouncer: boolean
+  /** The PostgreSQL server the database is made on (default TEST_DATABASE_URL): a fault test's own. */
+  databaseServerUrl?: string
+  /** The Redis both instances share (default TEST_REDIS_URL): a fault test's own. */
+  redisUrl?: string
+  /** More settings for both instances, over the recipe's (a fault test's shorter time-outs). */
+  env?: Record<string, string>
 }
 
 /** What the release step printed, for the test to check. */
@@ -72,8 +78,11 @@ const withoutAccessLines = (output: string) =>
  * from deploy/; optionally PgBouncer between the instances and PostgreSQL.
  */
 export async function startStack(options: StackOptions): Promise<Stack> {
-  const serverUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
-  const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
+  const serverUrl =
+    options.databaseServerUrl ??
+    process.env.TEST_DATABASE_URL ??
+    'postgres://postgres@127.0.0.1:5432/postgres'
+  const redisUrl = options.redisUrl ?? process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
   const redisPrefix = `system-${randomBytes(4).toString('hex')}:`
   const dir = mkdtempSync(join(tmpdir(), 'trading-api-system-'))
   const cleanups: Array<() => Promise<unknown> | unknown> = [
@@ -84,7 +93,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   }
   // Runs after the instances have stopped (cleanups run last first): this run's keys, gone.
   cleanups.push(async () => {
-    const redis = new Redis(redisUrl)
+    const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1, retryStrategy: () => null })
+    redis.on('error', () => {}) // a fault test may have left its own Redis stopped
     try {
       let cursor = '0'
       do {
@@ -149,6 +159,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       REVERB_APP_SECRET: REVERB.secret,
       LOG_LEVEL: 'info',
       LOG_FORMAT: 'json',
+      ...options.env,
     }
 
     // The release step, once, before any instance starts: migrations straight to PostgreSQL.
