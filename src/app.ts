@@ -51,6 +51,7 @@ import passwordConfirmationPlugin from './plugins/password-confirmation.ts'
 import rateLimitPlugin from './plugins/rate-limit.ts'
 import realtimePlugin from './plugins/realtime.ts'
 import redisPlugin from './plugins/redis.ts'
+import requestDeadlinePlugin from './plugins/request-deadline.ts'
 import sessionPlugin from './plugins/session.ts'
 import shutdownPlugin from './plugins/shutdown.ts'
 import storagePlugin from './plugins/storage.ts'
@@ -68,11 +69,20 @@ export interface AppOverrides {
   knowledgeBaseDir?: string
 }
 
-/** The database the config names: PostgreSQL for DATABASE_URL, else PGlite under DATA_DIR. */
-export function openConfiguredDatabase(config: Config): Promise<Database> {
+/**
+ * The database the config names: PostgreSQL for DATABASE_URL, else PGlite under DATA_DIR. `long`: for
+ * the CLI, whose commands may rightly take longer than a request's statements.
+ */
+export function openConfiguredDatabase(config: Config, { long = false } = {}): Promise<Database> {
   return openDatabase(
     config.databaseUrl
-      ? { url: config.databaseUrl, poolSize: config.databasePoolSize, pooler: config.databasePooler }
+      ? {
+          url: config.databaseUrl,
+          poolSize: config.databasePoolSize,
+          pooler: config.databasePooler,
+          timeouts: config.databaseTimeouts,
+          long,
+        }
       : { dataDir: `${config.dataDir}/db` },
   )
 }
@@ -157,6 +167,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
     used: redis ? (['database', 'redis', 'upstream'] as const) : (['database', 'upstream'] as const),
   })
   await app.register(dbPlugin, { database })
+  await app.register(requestDeadlinePlugin, { deadlineMs: config.requestDeadlineMs })
   await app.register(redisPlugin, { redis })
   await app.register(outboxPlugin, { retentionDays: config.outboxRetentionDays })
   await app.register(mailerPlugin, { config })

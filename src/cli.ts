@@ -48,7 +48,7 @@ function describeDatabase(config: Config): string {
 /** The database (and Fastify, PGlite, argon2) load only for commands that use them, so the rest start fast. */
 async function openDatabase(config: Config) {
   const { openConfiguredDatabase } = await import('./app.ts')
-  return openConfiguredDatabase(config)
+  return openConfiguredDatabase(config, { long: true })
 }
 
 async function migrate(args: string[]): Promise<number> {

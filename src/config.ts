@@ -4,6 +4,7 @@ import { isIP } from 'node:net'
 import { join, resolve } from 'node:path'
 import { parse as parseDotenv } from 'dotenv'
 import { type Static, Type } from 'typebox'
+import { type DatabaseTimeouts, DEFAULT_DATABASE_TIMEOUTS } from './db/timeouts.ts'
 import { compileValidator } from './lib/validation.ts'
 
 /** The environment this service reads, as strings; every variable is documented in the README. */
@@ -22,6 +23,11 @@ const Env = Type.Object({
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
   DATABASE_POOL_SIZE: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
   DATABASE_POOLER: Type.Optional(Type.String({ pattern: '^(none|transaction)$' })),
+  DATABASE_STATEMENT_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
+  DATABASE_LOCK_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
+  DATABASE_POOL_WAIT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
+  DATABASE_LONG_STATEMENT_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,7}$' })),
+  REQUEST_DEADLINE_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
   REDIS_PREFIX: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,64}$' })),
   FRONTEND_URL: Type.Optional(Type.String()),
@@ -123,6 +129,18 @@ export interface Config {
    * migrate (DATABASE_POOLER). `none`: PostgreSQL itself (or a session-mode pooler).
    */
   readonly databasePooler: 'none' | 'transaction'
+  /**
+   * How long PostgreSQL may take, in ms: one statement (`statementMs`), waiting for a lock
+   * (`lockMs`), waiting for a connection of the pool (`poolWaitMs`); migrations and the CLI's
+   * commands get `longStatementMs` instead of the first two.
+   */
+  readonly databaseTimeouts: DatabaseTimeouts
+  /**
+   * How long a request's handler may work before it is given up (REQUEST_DEADLINE_MS): from then on
+   * its database work is refused and rolled back, as it is once its client has gone. Below nginx's
+   * 30 s read time-out, so nothing is committed after the balancer has answered for it.
+   */
+  readonly requestDeadlineMs: number
   readonly redisUrl: string | undefined
   /** Put before every key and pub/sub channel, so services sharing a Redis server stay apart. */
   readonly redisPrefix: string
@@ -405,6 +423,15 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
     databaseUrl: env.DATABASE_URL,
     databasePoolSize: Number(env.DATABASE_POOL_SIZE ?? 10), // db/client.ts DEFAULT_POOL_SIZE
     databasePooler: env.DATABASE_POOLER === 'transaction' ? 'transaction' : 'none',
+    databaseTimeouts: Object.freeze({
+      statementMs: Number(env.DATABASE_STATEMENT_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.statementMs),
+      lockMs: Number(env.DATABASE_LOCK_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.lockMs),
+      poolWaitMs: Number(env.DATABASE_POOL_WAIT_MS ?? DEFAULT_DATABASE_TIMEOUTS.poolWaitMs),
+      longStatementMs: Number(
+        env.DATABASE_LONG_STATEMENT_TIMEOUT_MS ?? DEFAULT_DATABASE_TIMEOUTS.longStatementMs,
+      ),
+    }),
+    requestDeadlineMs: Number(env.REQUEST_DEADLINE_MS ?? 25_000),
     redisUrl: env.REDIS_URL,
     redisPrefix: env.REDIS_PREFIX ?? 'trading:',
     frontendOrigins: Object.freeze(frontendOrigins),

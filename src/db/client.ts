@@ -6,7 +6,10 @@ import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres'
 import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import pg from 'pg'
+import { requestGivenUp } from '../lib/request-deadline.ts'
+import { GIVEN_UP } from './failures.ts'
 import * as schema from './schema/index.ts'
+import { type DatabaseTimeouts, DEFAULT_DATABASE_TIMEOUTS } from './timeouts.ts'
 
 /** One Drizzle type for PGlite and PostgreSQL; a transaction is a Db too, so repositories take either. */
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>
@@ -42,14 +45,27 @@ export const DEFAULT_POOL_SIZE = 10
 export type Pooler = 'none' | 'transaction'
 
 export type DatabaseTarget =
-  | { url: string; poolSize?: number; pooler?: Pooler }
+  | {
+      url: string
+      poolSize?: number
+      pooler?: Pooler
+      timeouts?: DatabaseTimeouts
+      /** Migrations and the CLI: `longStatementMs` bounds every statement and lock wait. */
+      long?: boolean
+    }
   | { dataDir: string }
   | { memory: true }
 
 /** Opens PostgreSQL (a pg pool) for a URL, otherwise embedded PGlite in a folder or in memory. */
 export async function openDatabase(target: DatabaseTarget): Promise<Database> {
   if ('url' in target) {
-    return openPostgres(target.url, target.poolSize ?? DEFAULT_POOL_SIZE, target.pooler ?? 'none')
+    return openPostgres(
+      target.url,
+      target.poolSize ?? DEFAULT_POOL_SIZE,
+      target.pooler ?? 'none',
+      target.timeouts ?? DEFAULT_DATABASE_TIMEOUTS,
+      target.long ?? false,
+    )
   }
   return openPglite('dataDir' in target ? target.dataDir : undefined)
 }
@@ -80,10 +96,34 @@ async function openPglite(dataDir: string | undefined): Promise<Database> {
   }
 }
 
-async function openPostgres(url: string, poolSize: number, pooler: Pooler): Promise<Database> {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 5000 })
+async function openPostgres(
+  url: string,
+  poolSize: number,
+  pooler: Pooler,
+  timeouts: DatabaseTimeouts,
+  long: boolean,
+): Promise<Database> {
+  const statementMs = long ? timeouts.longStatementMs : timeouts.statementMs
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    connectionTimeoutMillis: timeouts.poolWaitMs,
+    // PostgreSQL ends a statement, a lock wait or an idle transaction that runs over (and rolls its
+    // transaction back). A transaction-mode pooler refuses these as connection settings: there they
+    // belong to the pooler's connect_query (README, PgBouncer), and the read time-out below remains.
+    ...(pooler === 'none'
+      ? {
+          statement_timeout: statementMs,
+          lock_timeout: long ? timeouts.longStatementMs : timeouts.lockMs,
+          idle_in_transaction_session_timeout: statementMs,
+        }
+      : {}),
+    // This side's own bound, should the server's not apply: a little after the server's.
+    query_timeout: statementMs + 2_000,
+  })
   // An idle client that loses its server must not crash the process; the next query reports it.
   pool.on('error', () => {})
+  pool.on('connect', refuseForGivenUpRequests)
   if (pooler === 'transaction') pool.on('connect', sendUnnamed)
   const drizzleDb = drizzlePg({ client: pool, schema })
   let closed = false
@@ -95,13 +135,21 @@ async function openPostgres(url: string, poolSize: number, pooler: Pooler): Prom
     migrate: async () => {
       // The lock below is a session's, which a transaction-mode pooler cannot keep: check only.
       if (pooler === 'transaction') return checkMigrated(pool)
-      const lock = await pool.connect()
+      // On one connection of its own, with the long time-outs: a migration may rightly take long.
+      const lock = new pg.Client({
+        connectionString: url,
+        connectionTimeoutMillis: timeouts.poolWaitMs,
+        statement_timeout: timeouts.longStatementMs,
+        lock_timeout: timeouts.longStatementMs,
+        query_timeout: timeouts.longStatementMs + 2_000,
+      })
+      await lock.connect()
       try {
         await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK])
-        await migratePg(drizzleDb, { migrationsFolder })
+        await migratePg(drizzlePg({ client: lock, schema }), { migrationsFolder })
       } finally {
         await lock.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => {})
-        lock.release()
+        await lock.end()
       }
     },
     ping: async () => {
@@ -113,6 +161,30 @@ async function openPostgres(url: string, poolSize: number, pooler: Pooler): Prom
       await pool.end()
     },
   }
+}
+
+const ROLLBACK = /^\s*rollback\b/i
+
+/**
+ * A request given up (its client gone, or its deadline passed: lib/request-deadline.ts) sends no
+ * further statement but ROLLBACK: a transaction it had open is rolled back at its COMMIT instead of
+ * being committed after the balancer has answered for it.
+ */
+function refuseForGivenUpRequests(client: pg.PoolClient): void {
+  const query = client.query
+  client.query = function guardedQuery(this: pg.PoolClient, config: unknown, ...rest: unknown[]) {
+    const givenUp = requestGivenUp()
+    const text = typeof config === 'string' ? config : (config as { text?: unknown } | null)?.text
+    if (givenUp === undefined || (typeof text === 'string' && ROLLBACK.test(text))) {
+      return Reflect.apply(query, this, [config, ...rest])
+    }
+    const error = Object.assign(new Error(`statement refused: the request was given up (${givenUp})`), {
+      code: GIVEN_UP,
+    })
+    const callback = rest.findLast((arg) => typeof arg === 'function') as ((e: Error) => void) | undefined
+    if (callback) return void process.nextTick(callback, error)
+    return Promise.reject(error)
+  } as typeof client.query
 }
 
 /**

@@ -1,3 +1,5 @@
+import { describeFailure } from './errors.ts'
+
 /** The services this one depends on, each watched on its own. */
 export type Dependency = 'database' | 'redis' | 'upstream'
 
@@ -30,11 +32,20 @@ interface HealthLog {
   info(details: object, message: string): void
 }
 
-/** A failure's message and code, safe to log: no stack, no connection string, no request. */
-export function describeFailure(error: unknown): string {
-  if (!(error instanceof Error)) return String(error).slice(0, 200)
-  const code = (error as { code?: unknown }).code
-  return `${typeof code === 'string' ? `${code}: ` : ''}${error.message}`.slice(0, 200)
+/**
+ * What the failure said, safe to log: the innermost cause's code and message (a Drizzle query error's
+ * own message carries the statement and its parameters), credentials masked, bounded.
+ */
+function failureText(error: unknown): string {
+  let innermost = error
+  for (
+    let depth = 0;
+    innermost instanceof Error && innermost.cause instanceof Error && depth < 5;
+    depth += 1
+  ) {
+    innermost = innermost.cause
+  }
+  return describeFailure(innermost).slice(0, 200)
 }
 
 export function createDependencyHealth(
@@ -55,7 +66,7 @@ export function createDependencyHealth(
       if (!state?.up) return
       state.up = false
       state.sinceMs = nowMs()
-      state.error = describeFailure(error)
+      state.error = failureText(error)
       log.error({ dependency, error: state.error }, `${dependency} unavailable`)
       change(dependency, false)
     },

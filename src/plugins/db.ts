@@ -15,9 +15,39 @@ async function dbPlugin(app: FastifyInstance, { database }: { database: Database
   app.decorate('database', database)
   app.decorate('db', database.db)
   app.addHook('onClose', () => database.close())
+  watchForReturn(app, database)
   // PGlite has no pool: no series rather than numbers that mean nothing.
   const { poolUsage } = database
   if (poolUsage) registerPoolMetrics(app.metrics, poolUsage)
+}
+
+/** How often a database found down is asked again, so its return is noticed without any request. */
+export const DATABASE_PROBE_EVERY_MS = 1_000
+
+/**
+ * Once a use finds the database unavailable (plugins/errors.ts), it is pinged every second until it
+ * answers, which marks it available again (one log line, dependency_up back to 1).
+ */
+function watchForReturn(app: FastifyInstance, database: Database) {
+  let probing: NodeJS.Timeout | undefined
+  const stop = () => {
+    clearInterval(probing)
+    probing = undefined
+  }
+  app.dependencyHealth.onChange((dependency, up) => {
+    if (dependency !== 'database' || up || probing) return
+    probing = setInterval(() => {
+      database.ping().then(
+        () => {
+          stop()
+          app.dependencyHealth.succeeded('database')
+        },
+        () => {},
+      )
+    }, DATABASE_PROBE_EVERY_MS)
+    probing.unref()
+  })
+  app.addHook('onClose', async () => stop())
 }
 
 /** The PostgreSQL pool's connections (total, idle) and the queries waiting for one, read when scraped. */
@@ -39,4 +69,4 @@ function registerPoolMetrics(metrics: Metrics, usage: NonNullable<Database['pool
   })
 }
 
-export default fp(dbPlugin, { name: 'db', dependencies: ['metrics'] })
+export default fp(dbPlugin, { name: 'db', dependencies: ['metrics', 'dependency-health'] })

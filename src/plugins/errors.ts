@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import FindMyWay from 'find-my-way'
+import { databaseFailureOf } from '../db/failures.ts'
 import { HttpError, ValidationError } from '../lib/errors.ts'
 import { UpstreamError } from '../lib/upstream/client.ts'
 import { laravelFieldErrors, summarizeErrors } from '../lib/validation.ts'
@@ -13,6 +14,9 @@ const frameworkMessages: Record<string, string> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'The request body does not match its Content-Length.',
   FST_ERR_CTP_INVALID_TYPE: 'The Content-Type header is invalid.',
 }
+
+/** What a 503 for a database failure tells the app to wait before trying again. */
+export const DATABASE_RETRY_AFTER_SECONDS = 2
 
 const methodsForAllow = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const
 
@@ -61,6 +65,20 @@ async function errorsPlugin(app: FastifyInstance) {
         error.message,
       )
       return reply.code(500).send({ error: error.message })
+    }
+    // PostgreSQL down, restarting or locked: the request may well work in a moment, and nothing about
+    // it (its session, its cookies) was wrong. Laravel's 503 shape, with when to try again.
+    const failure = databaseFailureOf(error)
+    if (failure) {
+      if (failure === 'unavailable') app.dependencyHealth.failed('database', error)
+      else
+        request.log.warn(
+          { reason: (error.cause as { code?: unknown })?.code ?? error.code },
+          'database time-out',
+        )
+      return reply.code(503).header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS)).send({
+        message: 'Service Unavailable',
+      })
     }
     const status = error.statusCode ?? 500
     if (status >= 400 && status < 500) {

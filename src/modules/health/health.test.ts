@@ -20,22 +20,30 @@ const testDatabase = async () => {
   return fileDatabase
 }
 
-async function up(baseUrl: string) {
-  const res = await fetch(`${baseUrl}/up`)
-  return { status: res.status, body: await res.json() }
+async function probe(baseUrl: string, path = '/up') {
+  const res = await fetch(`${baseUrl}${path}`)
+  return { status: res.status, body: (await res.json()) as Record<string, any> }
 }
+const up = (baseUrl: string) => probe(baseUrl, '/up')
 
-async function expectUnavailable(baseUrl: string) {
-  const started = Date.now()
-  expect(await up(baseUrl)).toEqual({ status: 503, body: { status: 'unavailable' } })
-  // The probe answers promptly rather than hanging on the dead database.
-  expect(Date.now() - started).toBeLessThan(5_000)
-  // Still 503 on the next probe, and the rest of the app keeps serving.
-  expect(await up(baseUrl)).toEqual({ status: 503, body: { status: 'unavailable' } })
+/**
+ * The database gone: every probe still answers 200 (the database is shared; taking this instance out
+ * of rotation would not help), promptly, and the readiness body says the database is down.
+ */
+async function expectDatabaseDownReported(baseUrl: string) {
+  for (const path of ['/readyz', '/up']) {
+    const started = Date.now()
+    const { status, body } = await probe(baseUrl, path)
+    expect(Date.now() - started).toBeLessThan(2_000)
+    expect(status).toBe(200)
+    expect(body).toMatchObject({ status: 'ok', dependencies: { database: { up: false } } })
+    expect(body.dependencies.database.error).toEqual(expect.any(String))
+  }
+  expect(await probe(baseUrl, '/livez')).toEqual({ status: 200, body: { status: 'ok' } })
   expect((await fetch(`${baseUrl}/api/no-such-thing`)).status).toBe(404)
 }
 
-describe('GET /up', () => {
+describe('GET /livez, /readyz and /up', () => {
   it('answers 503 {"status":"stopping"} from the stop on, while other answers close their connection until the listener goes', async () => {
     const app = await buildTestApp({
       env: { SHUTDOWN_GRACE_MS: '800' },
@@ -48,7 +56,10 @@ describe('GET /up', () => {
 
     const started = Date.now()
     const stopped = app.app.shutdown.stop()
-    expect(await up(app.baseUrl)).toEqual({ status: 503, body: { status: 'stopping' } })
+    expect(await up(app.baseUrl)).toMatchObject({ status: 503, body: { status: 'stopping' } })
+    expect(await probe(app.baseUrl, '/readyz')).toMatchObject({ status: 503, body: { status: 'stopping' } })
+    // Alive all the same: a restart would not help a stopping instance.
+    expect(await probe(app.baseUrl, '/livez')).toEqual({ status: 200, body: { status: 'ok' } })
     // Served as before, but each answer closes its (kept-alive) connection.
     const during = await fetch(`${app.baseUrl}/guard/csrf-cookie`)
     expect(during.status).toBe(204)
@@ -63,30 +74,38 @@ describe('GET /up', () => {
     expect(refused).toMatchObject({ code: 'ECONNREFUSED' })
   })
 
-  it('answers 200 {"status":"ok"} while the database answers, 503 {"status":"unavailable"} once it is closed', async () => {
+  it('answers 200 with the database up while it answers, and still 200 with it reported down once it is closed', async () => {
     // The app is given the database, so the test can take it away.
     const database = await testDatabase()
     t = await buildTestApp({ database })
-    expect(await up(t.baseUrl)).toEqual({ status: 200, body: { status: 'ok' } })
+    for (const path of ['/readyz', '/up']) {
+      expect(await probe(t.baseUrl, path)).toMatchObject({
+        status: 200,
+        body: { status: 'ok', dependencies: { database: { up: true }, upstream: { up: true } } },
+      })
+    }
 
     await database.close()
-    await expectUnavailable(t.baseUrl)
+    await expectDatabaseDownReported(t.baseUrl)
   })
 })
 
 // On PostgreSQL the server can also go away under an open pool: its connections are terminated.
 const postgresServerUrl = process.env.TEST_DATABASE_URL
 describe.each(postgresServerUrl ? [postgresServerUrl] : [])('GET /up on PostgreSQL', (serverUrl) => {
-  it('answers 503 when the database is dropped under the open connection pool', async () => {
+  it('reports the database down, still answering 200, when it is dropped under the open connection pool', async () => {
     const target = await createServerDatabase(serverUrl)
     try {
       const database = await openDatabase({ url: target.url })
       await database.migrate()
       t = await buildTestApp({ database })
-      expect(await up(t.baseUrl)).toEqual({ status: 200, body: { status: 'ok' } })
+      expect(await up(t.baseUrl)).toMatchObject({
+        status: 200,
+        body: { dependencies: { database: { up: true } } },
+      })
 
       await target.drop()
-      await expectUnavailable(t.baseUrl)
+      await expectDatabaseDownReported(t.baseUrl)
     } finally {
       await t?.close()
       t = undefined

@@ -1,0 +1,50 @@
+/**
+ * Why a database call failed, when it was the database's fault rather than the request's:
+ * `unavailable` (no connection: refused, lost, the server shutting down or full, no pooled connection
+ * within the pool's wait) or `timed-out` (a statement or a lock wait past its time-out, or the
+ * request given up). Anything else (a constraint, a bug) is undefined: the caller's to answer.
+ */
+export type DatabaseFailure = 'unavailable' | 'timed-out'
+
+/** Set on the error that refuses a statement of a request that was given up (lib/request-deadline.ts). */
+export const GIVEN_UP = 'REQUEST_GIVEN_UP'
+
+// SQLSTATE classes and codes (PostgreSQL's appendix A) that say the server, not the statement, failed.
+const UNAVAILABLE_CODES = new Set(['57P01', '57P02', '57P03', '53300', '53400'])
+const TIMED_OUT_CODES = new Set(['57014', '55P03', '25P03', GIVEN_UP])
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENOTFOUND',
+])
+// node-postgres says these without a code.
+const UNAVAILABLE_MESSAGES = [
+  'timeout exceeded when trying to connect',
+  'Connection terminated',
+  'connection error and is not queryable',
+  'Client was closed and is not queryable',
+  'Cannot use a pool after calling end on the pool',
+]
+
+/** The failure `error` (or what it wraps: Drizzle puts the driver's error in `cause`) stands for. */
+export function databaseFailureOf(error: unknown): DatabaseFailure | undefined {
+  for (let current = error, depth = 0; current instanceof Error && depth < 5; depth += 1) {
+    const code = (current as { code?: unknown }).code
+    if (typeof code === 'string') {
+      if (TIMED_OUT_CODES.has(code)) return 'timed-out'
+      if (UNAVAILABLE_CODES.has(code) || code.startsWith('08') || NETWORK_CODES.has(code))
+        return 'unavailable'
+    }
+    if (current.message === 'Query read timeout') return 'timed-out'
+    if (UNAVAILABLE_MESSAGES.some((text) => current instanceof Error && current.message.includes(text)))
+      return 'unavailable'
+    if (current instanceof AggregateError && current.errors.some((inner) => databaseFailureOf(inner))) {
+      return 'unavailable'
+    }
+    current = current.cause
+  }
+  return undefined
+}
