@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parse as parseDotenv } from 'dotenv'
+import pg from 'pg'
 import { Agent, setGlobalDispatcher } from 'undici'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/config.ts'
@@ -224,6 +225,40 @@ describe(`the deployment recipe: nginx over two instances, PostgreSQL ${viaPgBou
       )
       expect(Number(open?.n)).toBeLessThanOrEqual(5 + 1)
     }
+  })
+
+  it('bounds every statement: a request waiting on a locked table answers 503 at the lock time-out (through PgBouncer: its connect_query)', async () => {
+    const { client, id } = await registered('Lock Waiter')
+    const admin = await signedIn(ADMIN.email, ADMIN.password)
+    expect(
+      (await admin.post(`/api/admin/users/${id}/billing/adjust`, { amount: 5, reason: 'lock' })).status,
+    ).toBe(200)
+    await client.csrf()
+    const lock = new pg.Client({ connectionString: stack.env.DATABASE_URL })
+    await lock.connect()
+    try {
+      await lock.query('begin')
+      await lock.query('lock table credit_holds in access exclusive mode')
+      const sent = Date.now()
+      const res = await client.post(
+        '/api/credit-holds',
+        { broker_parent_order_id: 'locked', credits_amount: 1 },
+        { timeoutMs: 10_000 },
+      )
+      const waitedMs = Date.now() - sent
+      expect(res.status, res.text).toBe(503)
+      expect(res.headers.get('retry-after')).not.toBeNull()
+      // DATABASE_LOCK_TIMEOUT_MS (3 s); the lock is held until the answer comes.
+      expect(waitedMs).toBeGreaterThanOrEqual(2_500)
+      expect(waitedMs).toBeLessThan(5_000)
+    } finally {
+      await lock.query('rollback').catch(() => {})
+      await lock.end()
+    }
+    const [holds] = await stack.sql<{ n: string }>(
+      `select count(*) as n from credit_holds where user_id = ${id}`,
+    )
+    expect(Number(holds?.n)).toBe(0)
   })
 
   it('a chat message posted through one instance reaches a socket held by the other', async () => {
