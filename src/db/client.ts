@@ -7,7 +7,7 @@ import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import pg from 'pg'
 import { requestGivenUp } from '../lib/request-deadline.ts'
-import { GIVEN_UP } from './failures.ts'
+import { fromDatabase, GIVEN_UP } from './failures.ts'
 import * as schema from './schema/index.ts'
 import { type DatabaseTimeouts, DEFAULT_DATABASE_TIMEOUTS } from './timeouts.ts'
 
@@ -124,6 +124,13 @@ async function openPostgres(
   // An idle client that loses its server must not crash the process; the next query reports it.
   pool.on('error', () => {})
   pool.on('connect', refuseForGivenUpRequests)
+  // A transaction's connect is not a query: Drizzle passes its failure on unwrapped. (pg-pool's own
+  // query() connects with a callback.)
+  const connect = pool.connect.bind(pool) as (callback?: (...args: unknown[]) => void) => Promise<unknown>
+  pool.connect = ((callback?: (error: unknown, ...rest: unknown[]) => void) =>
+    callback
+      ? connect((error, ...rest) => callback(error ? fromDatabase(error) : error, ...rest))
+      : connect().catch((error: unknown) => Promise.reject(fromDatabase(error)))) as typeof pool.connect
   if (pooler === 'transaction') pool.on('connect', sendUnnamed)
   const drizzleDb = drizzlePg({ client: pool, schema })
   let closed = false

@@ -1,3 +1,5 @@
+import { DrizzleQueryError } from 'drizzle-orm/errors'
+
 /**
  * Why a database call failed, when it was the database's fault rather than the request's:
  * `unavailable` (no connection: refused, lost, the server shutting down or full, no pooled connection
@@ -8,6 +10,17 @@ export type DatabaseFailure = 'unavailable' | 'timed-out'
 
 /** Set on the error that refuses a statement of a request that was given up (lib/request-deadline.ts). */
 export const GIVEN_UP = 'REQUEST_GIVEN_UP'
+
+const FROM_DATABASE = Symbol('from the database')
+
+/**
+ * Marks an error as the database client's own (a failed connect of the pool): a network error
+ * elsewhere (S3, SMTP, the upstream) has the same codes and is not the database's.
+ */
+export function fromDatabase<E>(error: E): E {
+  if (error instanceof Error) Object.defineProperty(error, FROM_DATABASE, { value: true })
+  return error
+}
 
 // SQLSTATE classes and codes (PostgreSQL's appendix A) that say the server, not the statement, failed.
 const UNAVAILABLE_CODES = new Set(['57P01', '57P02', '57P03', '53300', '53400'])
@@ -29,9 +42,16 @@ const UNAVAILABLE_MESSAGES = [
   'Cannot use a pool after calling end on the pool',
 ]
 
-/** The failure `error` (or what it wraps: Drizzle puts the driver's error in `cause`) stands for. */
+/**
+ * The failure `error` stands for, when it came from the database: a Drizzle query error (the driver's
+ * error in its `cause`), an error of PostgreSQL's own (it has a `severity`), or one marked `fromDatabase`.
+ */
 export function databaseFailureOf(error: unknown): DatabaseFailure | undefined {
-  for (let current = error, depth = 0; current instanceof Error && depth < 5; depth += 1) {
+  const fromQuery = error instanceof DrizzleQueryError
+  if (!(error instanceof Error) || !(fromQuery || FROM_DATABASE in error || 'severity' in error)) {
+    return undefined
+  }
+  for (let current: unknown = error, depth = 0; current instanceof Error && depth < 5; depth += 1) {
     const code = (current as { code?: unknown }).code
     if (typeof code === 'string') {
       if (TIMED_OUT_CODES.has(code)) return 'timed-out'
@@ -41,7 +61,7 @@ export function databaseFailureOf(error: unknown): DatabaseFailure | undefined {
     if (current.message === 'Query read timeout') return 'timed-out'
     if (UNAVAILABLE_MESSAGES.some((text) => current instanceof Error && current.message.includes(text)))
       return 'unavailable'
-    if (current instanceof AggregateError && current.errors.some((inner) => databaseFailureOf(inner))) {
+    if (current instanceof AggregateError && current.errors.some((inner) => NETWORK_CODES.has(inner?.code))) {
       return 'unavailable'
     }
     current = current.cause

@@ -26,7 +26,7 @@ describe('dependency health', () => {
     expect(log.lines).toEqual([
       {
         level: 'error',
-        details: { dependency: 'redis', error: 'ECONNREFUSED: connect ECONNREFUSED' },
+        details: { dependency: 'redis', error: 'connect ECONNREFUSED' },
         message: 'redis unavailable',
       },
       { level: 'info', details: { dependency: 'redis', downMs: 2_500 }, message: 'redis available again' },
