@@ -54,10 +54,13 @@ const Env = Type.Object({
   UPSTREAM_API_TOKEN: Type.Optional(Type.String({ minLength: 1 })),
   UPSTREAM_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
   UPSTREAM_SIM_PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
+  UPSTREAM_BREAKER_FAILURES: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
+  UPSTREAM_BREAKER_COOLDOWN_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
   PROXY_READS_PER_MINUTE: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
   PROXY_WRITES_PER_MINUTE: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
   CACHE_TTL_SECONDS: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$' })),
   CACHE_MAX_MB: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
+  CACHE_STALE_SECONDS: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$' })),
   HOLD_DEFAULT_CREDITS: Type.Optional(Type.String({ pattern: '^[0-9]{1,9}(\\.[0-9]{1,4})?$' })),
   PASSWORD_TIMEOUT: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
   STRIPE_SECRET_KEY: Type.Optional(Type.String({ minLength: 1 })),
@@ -186,8 +189,15 @@ export interface Config {
     readonly userReadsPerMinute: number
     /** Proxied strategy and condition writes and actions one user may make a minute (PROXY_WRITES_PER_MINUTE). */
     readonly userWritesPerMinute: number
+    /** The circuit breaker: faults in a row that open it, and how long it stays open before a probe. */
+    readonly breaker: { readonly failures: number; readonly coolDownMs: number }
   }
-  readonly cache: { readonly ttlSeconds: number; readonly maxBytes: number }
+  readonly cache: {
+    readonly ttlSeconds: number
+    /** How long past its TTL a proxied read may still be answered when the upstream fails (grace). */
+    readonly staleSeconds: number
+    readonly maxBytes: number
+  }
   readonly credits: { readonly holdDefault: string }
   /** How long a password confirmation (POST /api/user/confirm-password) lets sensitive actions through. */
   readonly passwordTimeoutSeconds: number
@@ -459,9 +469,14 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
       simulatorPort: Number(env.UPSTREAM_SIM_PORT ?? 8100),
       userReadsPerMinute: Number(env.PROXY_READS_PER_MINUTE ?? 600),
       userWritesPerMinute: Number(env.PROXY_WRITES_PER_MINUTE ?? 60),
+      breaker: Object.freeze({
+        failures: Number(env.UPSTREAM_BREAKER_FAILURES ?? 5),
+        coolDownMs: Number(env.UPSTREAM_BREAKER_COOLDOWN_MS ?? 5_000),
+      }),
     }),
     cache: Object.freeze({
       ttlSeconds: Number(env.CACHE_TTL_SECONDS ?? 60),
+      staleSeconds: Number(env.CACHE_STALE_SECONDS ?? 600),
       maxBytes: Number(env.CACHE_MAX_MB ?? 64) * 1024 * 1024,
     }),
     credits: Object.freeze({ holdDefault: env.HOLD_DEFAULT_CREDITS ?? '1' }),

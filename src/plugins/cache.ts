@@ -21,10 +21,17 @@ async function cachePlugin(app: FastifyInstance, { config }: { config: Config })
     app.metrics.counter({ name, help, labelNames: ['layer'] }).series(layer)
   const hits = lookups('cache_hits_total', 'Cache lookups that found the value, by store.')
   const misses = lookups('cache_misses_total', 'Cache lookups that loaded the value, by store.')
+  // Grace must never hide an outage: every answer given from an entry past its TTL is counted.
+  const staleAnswers = app.metrics.counter({
+    name: 'cache_stale_answers_total',
+    help: 'Answers given from an entry past its TTL because loading it again failed, by reason.',
+    labelNames: ['reason'],
+  })
   const cache = createCache(driver, {
     // A failing store degrades to misses (answers still come from the upstream); say so in the log.
     onError: (error, operation) => app.log.error({ err: error, operation }, 'cache store failed'),
     onRead: (hit) => (hit ? hits : misses).inc(),
+    onStale: (reason) => staleAnswers.series({ reason }).inc(),
   })
   app.decorate('cache', cache)
   app.addHook('onClose', async () => cache.close())

@@ -3,10 +3,11 @@ import fp from 'fastify-plugin'
 import type { HeaderPairs } from '../lib/answer-headers.ts'
 
 const METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS'
-// What the app may read of an answer across origins: the request id, the proxy's cache state, the
+// What the app may read of an answer across origins: the request id, the proxy's cache state (and
+// whether an answer is stale), the
 // throttles' headers, Fortify's password-confirmation age, and a download's file name.
 const EXPOSED =
-  'X-Request-Id, X-Cache, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-Retry-After, Content-Disposition'
+  'X-Request-Id, X-Cache, Cache-Status, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-Retry-After, Content-Disposition'
 const MAX_AGE = '7200'
 
 declare module 'fastify' {

@@ -138,6 +138,8 @@ describe('GET /metrics', () => {
       [`${P}http_request_duration_seconds`]: 'histogram',
       [`${P}cache_hits_total`]: 'counter',
       [`${P}cache_misses_total`]: 'counter',
+      [`${P}cache_stale_answers_total`]: 'counter',
+      [`${P}dependency_up`]: 'gauge',
       [`${P}upstream_request_duration_seconds`]: 'histogram',
       [`${P}upstream_errors_total`]: 'counter',
       [`${P}outbox_rows`]: 'gauge',

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.ts'
+import { withCircuitBreaker } from '../lib/upstream/circuit-breaker.ts'
 import {
   createUnconfiguredUpstreamClient,
   createUpstreamClient,
@@ -26,18 +27,30 @@ declare module 'fastify' {
   }
 }
 
-/** Decorates `app.upstream` from config.upstream; without a base URL every call fails with a clear error. */
-async function upstreamPlugin(app: FastifyInstance, options: { config: Config; client?: UpstreamClient }) {
+/**
+ * Decorates `app.upstream` from config.upstream: behind the circuit breaker, which tells dependency
+ * health each fault and answer, and timed (breaker refusals too, as outcome `circuit_open`). Without a
+ * base URL every call fails with a clear error, and nothing is down.
+ */
+async function upstreamPlugin(app: FastifyInstance, options: { config: Config }) {
   const { upstream } = options.config
   const client = measuredUpstreamClient(
-    options.client ??
-      (upstream.baseUrl
-        ? createUpstreamClient({
+    upstream.baseUrl
+      ? withCircuitBreaker(
+          createUpstreamClient({
             baseUrl: upstream.baseUrl,
             token: upstream.token,
             timeoutMs: upstream.timeoutMs,
-          })
-        : createUnconfiguredUpstreamClient()),
+          }),
+          {
+            failureThreshold: upstream.breaker.failures,
+            coolDownMs: upstream.breaker.coolDownMs,
+            clock: app.clock,
+            onFault: (error) => app.dependencyHealth.failed('upstream', error),
+            onAnswer: () => app.dependencyHealth.succeeded('upstream'),
+          },
+        )
+      : createUnconfiguredUpstreamClient(),
     app.metrics,
   )
   app.decorate('upstream', client)
@@ -56,4 +69,7 @@ async function upstreamPlugin(app: FastifyInstance, options: { config: Config; c
   app.addHook('onClose', async () => client.close())
 }
 
-export default fp(upstreamPlugin, { name: 'upstream', dependencies: ['metrics'] })
+export default fp(upstreamPlugin, {
+  name: 'upstream',
+  dependencies: ['clock', 'metrics', 'dependency-health'],
+})

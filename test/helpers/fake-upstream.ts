@@ -49,12 +49,18 @@ export class FakeUpstream {
   private simulator: Simulator = createSimulator()
   private server: Server | null = null
 
+  /**
+   * Listens on a loopback port: a new one the first time, the same one again after `stop()`, so a
+   * test can take the upstream down (connections refused) and bring it back at the address the app
+   * was configured with.
+   */
   async start(): Promise<this> {
     // A client that gives up mid-request must not crash the test run.
     const server = createServer((req, res) => void this.handle(req, res).catch(() => res.destroy()))
+    const port = this.url ? Number(new URL(this.url).port) : 0
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject)
-      server.listen(0, '127.0.0.1', () => resolve())
+      server.listen(port, '127.0.0.1', () => resolve())
     })
     this.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
     this.server = server

@@ -210,6 +210,105 @@ describe.each(drivers)('cache contract: %s driver', (_name, makeHarness) => {
     })
   })
 
+  describe('past the TTL, within staleSeconds (grace)', () => {
+    const fails = (message = 'Upstream request timed out after 500 ms') => {
+      const fn = async (): Promise<string> => {
+        fn.calls++
+        throw new Error(message)
+      }
+      fn.calls = 0
+      return fn
+    }
+    // Short enough for Redis, whose clock only real time moves: 0.4 s fresh, then 0.4 s of grace.
+    const graced = (tags: string[] = []) => ({
+      ttlSeconds: 0.4,
+      staleSeconds: 0.4,
+      tags,
+      staleIf: (error: unknown) => ((error as Error).message.includes('timed out') ? 'timeout' : undefined),
+    })
+
+    it('answers the old value when the load fails as staleIf allows, and says so', async () => {
+      const { cache, pass } = makeHarness()
+      await cache.remember('k', graced(), loader('old'))
+      await pass(500)
+      const failing = fails()
+      const answer = await cache.remember('k', graced(), failing)
+      expect(answer).toMatchObject({ value: 'old', hit: false, stale: { reason: 'timeout' } })
+      expect(answer.stale?.expiredMs).toBeGreaterThanOrEqual(50)
+      expect(String(answer.stale?.error)).toContain('timed out')
+      expect(failing.calls).toBe(1)
+      // A failure staleIf refuses (an upstream 404 is an answer) is thrown as ever.
+      await expect(cache.remember('k', graced(), fails('failed with status 404'))).rejects.toThrow('404')
+    })
+
+    it('loads a new value when it can, answered as expired, not stale', async () => {
+      const { cache, pass } = makeHarness()
+      await cache.remember('k', graced(), loader('old'))
+      await pass(500)
+      expect(await cache.remember('k', graced(), loader('new'))).toEqual({
+        value: 'new',
+        hit: false,
+        expired: true,
+      })
+      expect(await cache.remember('k', graced(), loader('newer'))).toEqual({ value: 'new', hit: true })
+    })
+
+    it('never past staleSeconds, and never without them', async () => {
+      const { cache, pass } = makeHarness()
+      await cache.remember('graced', graced(), loader('old'))
+      await cache.remember('plain', { ttlSeconds: 0.4 }, loader('old'))
+      await pass(500)
+      await expect(cache.remember('plain', { ...graced(), staleSeconds: 0 }, fails())).rejects.toThrow(
+        'timed out',
+      )
+      await pass(400)
+      await expect(cache.remember('graced', graced(), fails())).rejects.toThrow('timed out')
+    })
+
+    it('never an entry whose tag was invalidated, even while its load ran', async () => {
+      const { cache, pass } = makeHarness()
+      await cache.remember('dropped', graced(['user:1']), loader('old'))
+      await cache.remember('racing', graced(['user:2']), loader('old'))
+      await pass(500)
+      await cache.invalidateTags(['user:1'])
+      await expect(cache.remember('dropped', graced(['user:1']), fails())).rejects.toThrow('timed out')
+
+      // Read before the write, failing after it: the old value is not answered.
+      let fail!: () => void
+      const held = cache.remember(
+        'racing',
+        graced(['user:2']),
+        () =>
+          new Promise<string>((_, reject) => {
+            fail = () => reject(new Error('Upstream request timed out after 500 ms'))
+          }),
+      )
+      await sleep(20)
+      await cache.invalidateTags(['user:2'])
+      fail()
+      await expect(held).rejects.toThrow('timed out')
+    })
+  })
+
+  it('refreshes a hit near its expiry in the background, once, answering the old value meanwhile', async () => {
+    const { cache, pass } = makeHarness()
+    const options = { ttlSeconds: 1, refreshAheadSeconds: 0.5 }
+    await cache.remember('popular', options, loader('old'))
+    expect((await cache.remember('popular', options, loader('unused'))).value).toBe('old')
+    await pass(600)
+    const next = loader('new')
+    const release = next.hold()
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, () => cache.remember('popular', options, next)),
+    )
+    for (const answer of answers) expect(answer).toEqual({ value: 'old', hit: true })
+    expect(next.calls).toBe(1)
+    release()
+    await sleep(20)
+    expect(await cache.remember('popular', options, loader('unused'))).toEqual({ value: 'new', hit: true })
+    expect(next.calls).toBe(1)
+  })
+
   it('clear empties the store', async () => {
     const { cache } = makeHarness()
     await cache.remember('k', { ttlSeconds: 60, tags: ['t'] }, loader(1))
@@ -262,6 +361,27 @@ describe('cache: memory driver', () => {
     await cache.invalidateTags(['markets'])
     expect(cache.heldJson('k')).toBeUndefined()
     expect(fn.calls).toBe(2)
+  })
+
+  it('heldJson never answers an entry past its TTL, nor one due for a refresh until that refresh runs', async () => {
+    const clock = createTestClock()
+    const cache = open(createMemoryCacheDriver({ maxBytes: 1024 * 1024, clock }))
+    const options = { ttlSeconds: 60, staleSeconds: 600, refreshAheadSeconds: 10 }
+    await cache.rememberJson('k', options, loader('"old"'))
+    expect(cache.heldJson('k', options)).toBe('"old"')
+    clock.advance(51_000)
+    // Due for a refresh: rememberJson answers it and starts the refresh, then the lane answers again.
+    expect(cache.heldJson('k', options)).toBeUndefined()
+    const next = loader('"new"')
+    const release = next.hold()
+    expect(await cache.rememberJson('k', options, next)).toEqual({ value: '"old"', hit: true })
+    expect(cache.heldJson('k', options)).toBe('"old"')
+    release()
+    await sleep(5)
+    expect(cache.heldJson('k', options)).toBe('"new"')
+    // Past its TTL, kept for grace: only rememberJson may answer it, and only if the load fails.
+    clock.advance(61_000)
+    expect(cache.heldJson('k', options)).toBeUndefined()
   })
 
   it('does not store an entry larger than the whole bound', async () => {

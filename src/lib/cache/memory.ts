@@ -4,7 +4,9 @@ import type { CacheDriver } from './cache.ts'
 
 interface Entry {
   value: string
-  expiresAt: number
+  freshUntil: number
+  /** Past its TTL it is kept until here, for stale answers only. */
+  keptUntil: number
   tags: readonly string[]
 }
 
@@ -13,7 +15,8 @@ const ENTRY_OVERHEAD = 128
 
 /**
  * In-process LRU bounded by bytes. Expiry reads the injected clock (not lru-cache's own timer), so
- * tests move time instead of waiting; an expired entry is dropped when read or evicted by the LRU.
+ * tests move time instead of waiting; an entry past its keeping time is dropped when read or evicted
+ * by the LRU.
  */
 export function createMemoryCacheDriver(options: { maxBytes: number; clock?: Clock }): CacheDriver {
   const clock = options.clock ?? systemClock
@@ -35,14 +38,15 @@ export function createMemoryCacheDriver(options: { maxBytes: number; clock?: Clo
     dispose: (entry, key) => unindex(key, entry.tags),
   })
 
-  const peek = (key: string): string | undefined => {
+  const peek = (key: string) => {
     const entry = lru.get(key)
     if (!entry) return undefined
-    if (entry.expiresAt <= clock.nowMs()) {
+    const now = clock.nowMs()
+    if (entry.keptUntil <= now) {
       lru.delete(key)
       return undefined
     }
-    return entry.value
+    return { value: entry.value, freshForMs: entry.freshUntil - now }
   }
 
   return {
@@ -52,8 +56,9 @@ export function createMemoryCacheDriver(options: { maxBytes: number; clock?: Clo
       return peek(key)
     },
 
-    async set(key, value, ttlSeconds, tags) {
-      const entry: Entry = { value, expiresAt: clock.nowMs() + ttlSeconds * 1000, tags: [...tags] }
+    async set(key, value, { ttlSeconds, staleSeconds }, tags) {
+      const freshUntil = clock.nowMs() + ttlSeconds * 1000
+      const entry: Entry = { value, freshUntil, keptUntil: freshUntil + staleSeconds * 1000, tags: [...tags] }
       lru.set(key, entry)
       // An entry larger than the whole bound is not stored; only index what the LRU kept.
       if (lru.peek(key) !== entry) return

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import type { CacheDriver } from './cache.ts'
 
-// KEYS: entry, tag sets (n), tag versions (n). ARGV: value, ttl ms, n, then the n versions seen
+// KEYS: entry, tag sets (n), tag versions (n). ARGV: value, keeping time ms (TTL + stale), n, then the n versions seen
 // before the value was computed ('' = unknown: store anyway). A version that moved means a tag was
 // invalidated meanwhile (on any instance): the value may predate that write, so it is not stored.
 const SET_SCRIPT = `
@@ -39,15 +39,17 @@ redis.call('PUBLISH', ARGV[2], ARGV[3])
 return 1`
 
 /**
- * The cache in Redis, shared by every instance: entries with PX expiry, one set of entry keys per
- * tag, and a pub/sub channel announcing invalidations so each instance's single-flight follows.
+ * The cache in Redis, shared by every instance: entries with PX expiry (TTL + stale time), each
+ * value after a header line giving its stale time, so freshness is `PTTL - stale` in Redis's own
+ * time, the same for every instance; one set of entry keys per tag, and a pub/sub channel announcing invalidations so each instance's single-flight follows.
  * The client's keyPrefix (if any) applies to every key and to the channel. The scripts touch keys
  * read from the tag sets, which a standalone Redis (not Cluster) allows. A tag set may still name a
  * key since overwritten under other tags; invalidating it then costs that key one extra miss.
  */
 export function createRedisCacheDriver(redis: Redis, options: { namespace?: string } = {}): CacheDriver {
   const ns = options.namespace ?? 'cache'
-  const entryKey = (key: string) => `${ns}:v:${key}`
+  // `e:` entries carry the header; the `v:` entries of older versions, without it, are never read.
+  const entryKey = (key: string) => `${ns}:e:${key}`
   const tagKeys = (tags: string[]) => tags.map((tag) => `${ns}:t:${tag}`)
   const versionKeys = (tags: string[]) => tags.map((tag) => `${ns}:tv:${tag}`)
   // Pub/sub channels are not prefixed by ioredis: add the prefix so separate key spaces stay separate.
@@ -60,10 +62,15 @@ export function createRedisCacheDriver(redis: Redis, options: { namespace?: stri
 
   return {
     async get(key) {
-      return (await redis.getBuffer(entryKey(key))) ?? undefined
+      const results = await redis.pipeline().getBuffer(entryKey(key)).pttl(entryKey(key)).exec()
+      const [[getError, stored] = [], [ttlError, pttl] = []] = results ?? []
+      if (getError || ttlError) throw getError ?? ttlError
+      if (!(stored instanceof Buffer) || typeof pttl !== 'number' || pttl === -2) return undefined
+      return readEntry(stored, pttl)
     },
 
-    async set(key, value, ttlSeconds, tags, versions) {
+    async set(key, value, { ttlSeconds, staleSeconds }, tags, versions) {
+      const staleMs = Math.max(0, Math.round(staleSeconds * 1000))
       const seen = Array.isArray(versions) && versions.length === tags.length ? (versions as string[]) : []
       await redis.eval(
         SET_SCRIPT,
@@ -71,8 +78,8 @@ export function createRedisCacheDriver(redis: Redis, options: { namespace?: stri
         entryKey(key),
         ...tagKeys(tags),
         ...versionKeys(tags),
-        value,
-        Math.max(1, Math.round(ttlSeconds * 1000)),
+        `${staleMs}\n${value}`,
+        Math.max(1, Math.round(ttlSeconds * 1000)) + staleMs,
         tags.length,
         ...seen,
       )
@@ -133,4 +140,14 @@ export function createRedisCacheDriver(redis: Redis, options: { namespace?: stri
       if (subscriber) await subscriber.quit().catch(() => subscriber?.disconnect())
     },
   }
+}
+
+/** `<stale ms>\n<value>` as an entry: fresh for what is left of its keeping time beyond the stale time. */
+function readEntry(stored: Buffer, pttl: number) {
+  const newline = stored.indexOf(10)
+  const staleMs = newline > 0 ? Number(stored.toString('latin1', 0, newline)) : Number.NaN
+  if (!Number.isFinite(staleMs)) return undefined // not an entry this version wrote: a miss
+  // -1 (no expiry) is never written; read it as fresh rather than as gone.
+  const freshForMs = pttl < 0 ? Number.POSITIVE_INFINITY : pttl - staleMs
+  return { value: stored.subarray(newline + 1), freshForMs }
 }

@@ -18,7 +18,7 @@ export interface UpstreamResponse {
   body: { data: unknown; [key: string]: unknown }
 }
 
-export type UpstreamErrorKind = 'status' | 'timeout' | 'network' | 'invalid-body'
+export type UpstreamErrorKind = 'status' | 'timeout' | 'network' | 'invalid-body' | 'circuit-open'
 
 /** Every failure (status >= 400, time-out, refused, reset mid-body, non-JSON, JSON without data): its message is readable and holds no secret. */
 export class UpstreamError extends Error {
@@ -37,6 +37,28 @@ export class UpstreamError extends Error {
     this.kind = kind
     if (details.upstreamStatus !== undefined) this.upstreamStatus = details.upstreamStatus
     if (details.code !== undefined) this.code = details.code
+  }
+}
+
+/**
+ * The upstream's own failure (unreachable, too slow, a 5xx; or the breaker, open after such failures),
+ * as a short label; undefined for an answer (a 4xx, a body that is not the envelope) or another error.
+ * What grace answers stale for, the breaker counts and dependency health reports.
+ */
+export type UpstreamFault = 'timeout' | 'network' | 'status_5xx' | 'circuit_open'
+
+export function upstreamFaultOf(error: unknown): UpstreamFault | undefined {
+  if (!(error instanceof UpstreamError)) return undefined
+  switch (error.kind) {
+    case 'timeout':
+    case 'network':
+      return error.kind
+    case 'circuit-open':
+      return 'circuit_open'
+    case 'status':
+      return (error.upstreamStatus ?? 0) >= 500 ? 'status_5xx' : undefined
+    default:
+      return undefined
   }
 }
 

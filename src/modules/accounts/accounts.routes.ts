@@ -36,7 +36,7 @@ export default async function accountsPlugin(app: FastifyInstance, { config }: {
   const proxy = createProxyService({
     upstream: app.upstream,
     cache: app.cache,
-    ttlSeconds: config.cache.ttlSeconds,
+    lifetime: config.cache,
     appUrl: config.appUrl,
   })
   registerProxyRoutes(app, proxy, accountRoutes)

@@ -45,7 +45,7 @@ export default async function aiRoutes(fastify: FastifyInstance, { config }: { c
   const proxy = createProxyService({
     upstream: app.upstream,
     cache: app.cache,
-    ttlSeconds: config.cache.ttlSeconds,
+    lifetime: config.cache,
     appUrl: config.appUrl,
   })
   const call = proxyCaller(proxy)

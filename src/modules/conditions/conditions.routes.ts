@@ -61,7 +61,7 @@ export default async function conditionsPlugin(app: FastifyInstance, { config }:
   const proxy = createProxyService({
     upstream: app.upstream,
     cache: app.cache,
-    ttlSeconds: config.cache.ttlSeconds,
+    lifetime: config.cache,
     appUrl: config.appUrl,
   })
   registerProxyRoutes(app, proxy, conditionRoutes)

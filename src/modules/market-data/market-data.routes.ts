@@ -99,7 +99,7 @@ export default async function marketDataPlugin(app: FastifyInstance, { config }:
   const proxy = createProxyService({
     upstream: app.upstream,
     cache: app.cache,
-    ttlSeconds: config.cache.ttlSeconds,
+    lifetime: config.cache,
     appUrl: config.appUrl,
   })
   registerProxyRoutes(app, proxy, marketDataRoutes)

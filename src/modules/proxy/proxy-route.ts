@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { type TObject, type TSchema, Type } from 'typebox'
 import { type AuthGuard, signedInUser } from '../../plugins/guards.ts'
+import { CACHE_STATUS_HIT } from './cache-status.ts'
 import {
   MAX_FREE_BODY_BYTES,
   proxyErrorResponses,
@@ -87,6 +88,7 @@ const budgetOf = (route: ProxyRoute) => route.budget ?? (route.method === 'GET' 
 
 const WARM_HEADERS = [
   ['x-cache', 'HIT'],
+  ['cache-status', CACHE_STATUS_HIT],
   ['content-type', 'application/json; charset=utf-8'],
 ] as const
 
@@ -128,6 +130,7 @@ function handle(
 
 function send(reply: FastifyReply, answer: ProxyAnswer, status: number) {
   if (answer.cache) reply.header('x-cache', answer.cache)
+  if (answer.cacheStatus) reply.header('cache-status', answer.cacheStatus)
   if (answer.body === undefined) return reply.code(204).send()
   // The JSON text is sent as it is: cached answers are stored serialised, so a hit costs no serialising.
   return reply.code(status).type('application/json; charset=utf-8').send(answer.body)

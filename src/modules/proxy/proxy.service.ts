@@ -2,7 +2,8 @@ import type { TObject } from 'typebox'
 import type { Cache } from '../../lib/cache/cache.ts'
 import { ValidationError } from '../../lib/errors.ts'
 import { unstorableJson } from '../../lib/json-document.ts'
-import type { UpstreamClient, UpstreamResponse } from '../../lib/upstream/client.ts'
+import { type UpstreamClient, type UpstreamResponse, upstreamFaultOf } from '../../lib/upstream/client.ts'
+import { CACHE_STATUS_HIT, cacheStatus } from './cache-status.ts'
 import { MAX_FREE_BODY_DEPTH } from './proxy.schemas.ts'
 
 /**
@@ -47,11 +48,19 @@ export interface ProxyCall {
   body?: Record<string, unknown>
 }
 
-/** An answer ready to send: the JSON text (undefined for 204) and, for cached reads, whether it was a hit. */
+/**
+ * An answer ready to send: the JSON text (undefined for 204) and, for cached reads, how the cache
+ * answered: X-Cache (HIT, MISS, or STALE for an old answer given because the upstream failed) and
+ * the RFC 9211 Cache-Status saying the same in full.
+ */
 export interface ProxyAnswer {
   body: string | undefined
-  cache: 'HIT' | 'MISS' | null
+  cache: 'HIT' | 'MISS' | 'STALE' | null
+  cacheStatus?: string
 }
+
+/** A fresh entry this close to its TTL's end (this share of it) is refreshed in the background. */
+const REFRESH_AHEAD_SHARE = 0.2
 
 /** The query as the upstream and the cache key see it: present values only, sorted by name. */
 export function canonicalQuery(query: Record<string, unknown>): string {
@@ -150,20 +159,24 @@ function shape(rule: ProxyRule, body: UpstreamResponse['body'], appUrl: string):
 
 /**
  * The caching proxy to the upstream trading-data API: reads through the cache with the key and
- * tags their scope asks for, writes straight through, clearing the caller's related reads.
+ * tags their scope asks for (stale within grace when the upstream fails, refreshed in the background
+ * near expiry), writes straight through (never from the cache), clearing the caller's related reads.
  */
 export function createProxyService({
   upstream,
   cache,
-  ttlSeconds,
+  lifetime,
   appUrl,
 }: {
   upstream: UpstreamClient
   cache: Cache
-  ttlSeconds: number
+  /** CACHE_TTL_SECONDS, and CACHE_STALE_SECONDS: how long past it an entry answers when the upstream fails. */
+  lifetime: { ttlSeconds: number; staleSeconds: number }
   /** APP_URL: paginated answers' links name this service, never the upstream. */
   appUrl: string
 }) {
+  const { ttlSeconds, staleSeconds } = lifetime
+  const refreshAhead = { refreshAheadSeconds: ttlSeconds * REFRESH_AHEAD_SHARE }
   const service = {
     /** A route's call: a read for a GET, a write otherwise. A read held in memory is answered at once. */
     call(rule: ProxyRule, call: ProxyCall): ProxyAnswer | Promise<ProxyAnswer> {
@@ -178,9 +191,9 @@ export function createProxyService({
     heldReader(rule: ProxyRule, path: string): (userId: number) => string | undefined {
       const { cache: scope } = rule
       if (scope === 'none') return () => undefined
-      if (scope === 'user') return (userId) => cache.heldJson(cacheKey(scope, path, '', userId))
+      if (scope === 'user') return (userId) => cache.heldJson(cacheKey(scope, path, '', userId), refreshAhead)
       const key = cacheKey(scope, path, '', 0)
-      return () => cache.heldJson(key)
+      return () => cache.heldJson(key, refreshAhead)
     },
 
     /**
@@ -190,8 +203,8 @@ export function createProxyService({
     read(rule: ProxyRule, call: ProxyCall): ProxyAnswer | Promise<ProxyAnswer> {
       const query = canonicalQuery(call.query)
       const key = rule.cache === 'none' ? undefined : cacheKey(rule.cache, call.path, query, call.userId)
-      const held = key === undefined ? undefined : cache.heldJson(key)
-      if (held !== undefined) return { body: held, cache: 'HIT' }
+      const held = key === undefined ? undefined : cache.heldJson(key, refreshAhead)
+      if (held !== undefined) return { body: held, cache: 'HIT', cacheStatus: CACHE_STATUS_HIT }
       const load = async () => {
         const res = await upstream.request({
           method: 'GET',
@@ -205,10 +218,16 @@ export function createProxyService({
       if (key === undefined) return load().then((body) => ({ body, cache: null }))
       const tags = rule.cache === 'user' && rule.group ? [groupTag(call.userId, rule.group)] : []
       // Stored as the text it is sent as: a hit costs no parse and no serialising. A failed fetch
-      // throws through rememberJson(), so nothing is stored for it.
-      return cache
-        .rememberJson(key, { ttlSeconds, tags }, load)
-        .then(({ value, hit }) => ({ body: value, cache: hit ? 'HIT' : 'MISS' }))
+      // throws through rememberJson(), so nothing is stored for it; when the upstream itself failed
+      // (down, slow, 5xx, breaker open), an entry within its grace answers instead.
+      const remember = { ttlSeconds, staleSeconds, tags, staleIf: upstreamFaultOf, ...refreshAhead }
+      return cache.rememberJson(key, remember, load).then(
+        (answer): ProxyAnswer => ({
+          body: answer.value,
+          cache: answer.hit ? 'HIT' : answer.stale ? 'STALE' : 'MISS',
+          cacheStatus: cacheStatus(answer),
+        }),
+      )
     },
 
     /**

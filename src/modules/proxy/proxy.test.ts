@@ -136,16 +136,21 @@ describe('the cache', () => {
     fake.on('GET', '/markets', { body: { data: [{ id: market, open: true }] } })
     const first = await client.get(`/api/markets?market_id=${market}`)
     expect(first.headers.get('x-cache')).toBe('MISS')
-    t.clock.advance((t.config.cache.ttlSeconds - 1) * 1000)
+    expect(first.headers.get('cache-status')).toBe('trading-api; fwd=uri-miss')
+    // Half the TTL: fresh, and not yet due for its background refresh (proxy.outage.test.ts).
+    const ttlMs = t.config.cache.ttlSeconds * 1000
+    t.clock.advance(ttlMs / 2)
     const second = await client.get(`/api/markets?market_id=${market}`)
     expect(second.headers.get('x-cache')).toBe('HIT')
+    expect(second.headers.get('cache-status')).toBe('trading-api; hit')
     expect(second.data).toEqual(first.data)
     expect(second.headers.get('content-type')).toMatch(/^application\/json/)
     expect(fake.calls).toHaveLength(1)
 
-    t.clock.advance(2000)
+    t.clock.advance(ttlMs / 2 + 1000)
     const third = await client.get(`/api/markets?market_id=${market}`)
     expect(third.headers.get('x-cache')).toBe('MISS')
+    expect(third.headers.get('cache-status')).toBe('trading-api; fwd=stale')
     expect(fake.calls).toHaveLength(2)
   })
 

@@ -110,7 +110,7 @@ export default async function strategiesPlugin(app: FastifyInstance, { config }:
   const proxy = createProxyService({
     upstream: app.upstream,
     cache: app.cache,
-    ttlSeconds: config.cache.ttlSeconds,
+    lifetime: config.cache,
     appUrl: config.appUrl,
   })
   registerProxyRoutes(app, proxy, strategyRoutes)
