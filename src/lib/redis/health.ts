@@ -1,0 +1,62 @@
+import type { Redis } from 'ioredis'
+import type { DependencyHealth } from '../dependency-health.ts'
+
+// Errors Redis answers for its own state (loading, out of memory, a replica), not for our command.
+const REDIS_STATE_REPLIES = /^(LOADING|OOM|READONLY|MASTERDOWN|BUSY|MISCONF|TRYAGAIN|NOREPLICAS)\b/
+// While Redis is down, how often it is asked whether it is back (a hung one gives no `ready`).
+const PROBE_EVERY_MS = 1000
+
+/**
+ * Whether a failed command says Redis is unavailable (no connection, a time-out, Redis loading or
+ * out of memory), rather than that the command was wrong (a script error, a wrong type: ours).
+ */
+export function isRedisOutage(error: unknown): boolean {
+  if (!(error instanceof Error) || error.name !== 'ReplyError') return true
+  return REDIS_STATE_REPLIES.test(error.message)
+}
+
+/**
+ * Reports the client's state to `health`: its errors (raw lines on stderr otherwise) as Redis down,
+ * its `ready` as Redis back. While down, a PING each second finds a Redis that answers again
+ * without having dropped the connection (one that hung). Answers a function that stops watching.
+ */
+export function watchRedisHealth(redis: Redis, health: DependencyHealth): () => void {
+  redis.on('error', (error: unknown) => health.failed('redis', error))
+  redis.on('ready', () => health.succeeded('redis'))
+  let probe: NodeJS.Timeout | undefined
+  const stopProbing = () => {
+    clearInterval(probe)
+    probe = undefined
+  }
+  const stopFollowing = health.onChange((dependency, up) => {
+    if (dependency !== 'redis') return
+    stopProbing()
+    if (up) return
+    probe = setInterval(() => {
+      if (redis.status !== 'ready') return
+      redis.ping().then(
+        () => health.succeeded('redis'),
+        () => {},
+      )
+    }, PROBE_EVERY_MS)
+    probe.unref()
+  })
+  return () => {
+    stopFollowing()
+    stopProbing()
+  }
+}
+
+/** Resolves once the client is ready, or has failed once (it keeps reconnecting by itself). */
+export function firstConnection(redis: Redis): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve()
+  return new Promise((resolve) => {
+    const settle = () => {
+      redis.off('ready', settle)
+      redis.off('error', settle)
+      resolve()
+    }
+    redis.once('ready', settle)
+    redis.once('error', settle)
+  })
+}
