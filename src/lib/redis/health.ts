@@ -60,3 +60,18 @@ export function firstConnection(redis: Redis): Promise<void> {
     redis.once('error', settle)
   })
 }
+
+/**
+ * What a use of Redis calls when a command failed (and it went on without Redis): an outage marks
+ * Redis down (one log line for all uses, lib/dependency-health.ts); anything else is a bug of ours,
+ * logged each time with what failed.
+ */
+export function redisFailureReporter(
+  health: DependencyHealth,
+  log: { error(details: object, message: string): void },
+): (error: unknown, what: string) => void {
+  return (error, what) => {
+    if (isRedisOutage(error)) health.failed('redis', error)
+    else log.error({ err: error }, `${what}: redis command failed`)
+  }
+}
