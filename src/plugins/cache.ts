@@ -2,8 +2,10 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.ts'
 import { type Cache, createCache } from '../lib/cache/cache.ts'
+import { createFailoverCacheDriver } from '../lib/cache/failover.ts'
 import { createMemoryCacheDriver } from '../lib/cache/memory.ts'
 import { createRedisCacheDriver } from '../lib/cache/redis.ts'
+import { redisAvailability } from '../lib/redis/health.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -13,16 +15,23 @@ declare module 'fastify' {
 }
 
 async function cachePlugin(app: FastifyInstance, { config }: { config: Config }) {
+  const memory = createMemoryCacheDriver({ maxBytes: config.cache.maxBytes, clock: app.clock })
+  // With Redis, the memory holds entries only while Redis does not answer.
   const driver = app.redis
-    ? createRedisCacheDriver(app.redis)
-    : createMemoryCacheDriver({ maxBytes: config.cache.maxBytes, clock: app.clock })
+    ? createFailoverCacheDriver(
+        createRedisCacheDriver(app.redis),
+        memory,
+        redisAvailability(app.dependencyHealth, app.log, 'cache'),
+      )
+    : memory
   const layer = { layer: app.redis ? 'redis' : 'memory' }
   const lookups = (name: string, help: string) =>
     app.metrics.counter({ name, help, labelNames: ['layer'] }).series(layer)
   const hits = lookups('cache_hits_total', 'Cache lookups that found the value, by store.')
   const misses = lookups('cache_misses_total', 'Cache lookups that loaded the value, by store.')
   const cache = createCache(driver, {
-    // A failing store degrades to misses (answers still come from the upstream); say so in the log.
+    // Redis failing is the failover driver's (one line per outage); what is left (an unreadable
+    // entry) degrades to a miss, logged.
     onError: (error, operation) => app.log.error({ err: error, operation }, 'cache store failed'),
     onRead: (hit) => (hit ? hits : misses).inc(),
   })
@@ -30,4 +39,7 @@ async function cachePlugin(app: FastifyInstance, { config }: { config: Config })
   app.addHook('onClose', async () => cache.close())
 }
 
-export default fp(cachePlugin, { name: 'cache', dependencies: ['clock', 'redis', 'metrics'] })
+export default fp(cachePlugin, {
+  name: 'cache',
+  dependencies: ['clock', 'redis', 'metrics', 'dependency-health'],
+})

@@ -8,7 +8,7 @@ import { createFailoverRateLimitStore } from '../lib/rate-limit/failover.ts'
 import { createMemoryRateLimitStore } from '../lib/rate-limit/memory.ts'
 import { createRedisRateLimitStore } from '../lib/rate-limit/redis.ts'
 import type { RateLimitWindow } from '../lib/rate-limit/store.ts'
-import { redisFailureReporter } from '../lib/redis/health.ts'
+import { redisAvailability } from '../lib/redis/health.ts'
 import type { ThrottleRule, ThrottleSubject } from './guards.ts'
 
 /** Counters a route keeps by itself (failures only, lockouts), under `name`; keys are hashed as the rules' are. */
@@ -49,12 +49,12 @@ const USER_ID = /^\d{1,15}$/
 async function rateLimitPlugin(app: FastifyInstance) {
   // Made either way (an empty Map); counted in without Redis, and while Redis does not answer.
   const inProcess = createMemoryRateLimitStore(app.clock)
-  const redisFailed = redisFailureReporter(app.dependencyHealth, app.log)
   const store = app.redis
-    ? createFailoverRateLimitStore(createRedisRateLimitStore(app.redis, app.clock), inProcess, {
-        isUp: () => app.dependencyHealth.isUp('redis'),
-        failed: (error) => redisFailed(error, 'rate limit'),
-      })
+    ? createFailoverRateLimitStore(
+        createRedisRateLimitStore(app.redis, app.clock),
+        inProcess,
+        redisAvailability(app.dependencyHealth, app.log, 'rate limit'),
+      )
     : inProcess
 
   // Keys hold emails and addresses: hashed, they are short and reveal nothing in Redis. A user id is

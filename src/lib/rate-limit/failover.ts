@@ -1,11 +1,5 @@
+import type { RedisAvailability } from '../redis/health.ts'
 import type { InProcessRateLimitStore, RateLimitStore } from './store.ts'
-
-export interface SharedStoreState {
-  /** Whether Redis is taken to answer (while it is not, it is not asked at all). */
-  isUp(): boolean
-  /** Told of each command that failed (and was answered from memory instead). */
-  failed(error: unknown): void
-}
 
 /**
  * The shared counters while Redis answers, this instance's memory while it does not: a throttle
@@ -15,13 +9,13 @@ export interface SharedStoreState {
 export function createFailoverRateLimitStore(
   shared: RateLimitStore,
   local: InProcessRateLimitStore,
-  state: SharedStoreState,
+  redis: Pick<RedisAvailability, 'isUp' | 'failed'>,
 ): RateLimitStore {
   /** `use(shared)` while Redis is up and answers; `use(local)` otherwise. */
   const either = <T>(use: (store: RateLimitStore) => T | Promise<T>): T | Promise<T> => {
-    if (!state.isUp()) return use(local)
+    if (!redis.isUp()) return use(local)
     return Promise.resolve(use(shared)).catch((error: unknown) => {
-      state.failed(error)
+      redis.failed(error)
       return use(local)
     })
   }

@@ -61,17 +61,34 @@ export function firstConnection(redis: Redis): Promise<void> {
   })
 }
 
+/** What a use of Redis that can do without it (throttles, the cache) follows of Redis's state. */
+export interface RedisAvailability {
+  /** Whether Redis is taken to answer (while it is not, it is not asked at all). */
+  isUp(): boolean
+  /** Told of each command that failed (and was answered without Redis instead). */
+  failed(error: unknown): void
+  /** Called each time Redis comes back; answers a function that stops it. */
+  onReturn(listener: () => void): () => void
+}
+
 /**
- * What a use of Redis calls when a command failed (and it went on without Redis): an outage marks
- * Redis down (one log line for all uses, lib/dependency-health.ts); anything else is a bug of ours,
- * logged each time with what failed.
+ * Redis's state for one use (named `use` in the log): a failure for Redis's own reason marks it down
+ * (one log line for all uses, lib/dependency-health.ts); any other is a bug of ours, logged each time.
  */
-export function redisFailureReporter(
+export function redisAvailability(
   health: DependencyHealth,
   log: { error(details: object, message: string): void },
-): (error: unknown, what: string) => void {
-  return (error, what) => {
-    if (isRedisOutage(error)) health.failed('redis', error)
-    else log.error({ err: error }, `${what}: redis command failed`)
+  use: string,
+): RedisAvailability {
+  return {
+    isUp: () => health.isUp('redis'),
+    failed(error) {
+      if (isRedisOutage(error)) health.failed('redis', error)
+      else log.error({ err: error }, `${use}: redis command failed`)
+    },
+    onReturn: (listener) =>
+      health.onChange((dependency, up) => {
+        if (dependency === 'redis' && up) listener()
+      }),
   }
 }
