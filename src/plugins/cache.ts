@@ -17,13 +17,11 @@ declare module 'fastify' {
 async function cachePlugin(app: FastifyInstance, { config }: { config: Config }) {
   const memory = createMemoryCacheDriver({ maxBytes: config.cache.maxBytes, clock: app.clock })
   // With Redis, the memory holds entries only while Redis does not answer.
-  const driver = app.redis
-    ? createFailoverCacheDriver(
-        createRedisCacheDriver(app.redis),
-        memory,
-        redisAvailability(app.dependencyHealth, app.log, 'cache'),
-      )
-    : memory
+  const redis = app.redis && redisAvailability(app.dependencyHealth, app.log, 'cache')
+  const driver =
+    app.redis && redis
+      ? createFailoverCacheDriver(createRedisCacheDriver(app.redis, { onError: redis.failed }), memory, redis)
+      : memory
   const layer = { layer: app.redis ? 'redis' : 'memory' }
   const lookups = (name: string, help: string) =>
     app.metrics.counter({ name, help, labelNames: ['layer'] }).series(layer)
