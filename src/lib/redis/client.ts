@@ -7,7 +7,7 @@ export interface RedisClientOptions {
 }
 
 // Reconnects at once, then backs off to a try every second: a restarted Redis is found within one.
-const RECONNECT_CAP_MS = 1000
+export const RECONNECT_CAP_MS = 1000
 
 /**
  * The one way this service connects to Redis. Every use of Redis has an answer without it (memory
