@@ -1,5 +1,5 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify'
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import type { Config } from './config.ts'
 import { type Database, openDatabase } from './db/client.ts'
@@ -91,19 +91,8 @@ export function openConfiguredDatabase(config: Config, { long = false } = {}): P
 export async function buildApp(config: Config, overrides: AppOverrides = {}): Promise<FastifyInstance> {
   const database = overrides.database ?? (await openConfiguredDatabase(config))
   await database.migrate()
-  const redis =
-    overrides.redis !== undefined
-      ? overrides.redis
-      : config.redisUrl
-        ? new Redis(config.redisUrl, {
-            lazyConnect: false,
-            maxRetriesPerRequest: 2,
-            // Commands issued in one event-loop turn (a busy instance's reads: counts, entries,
-            // sessions) go out as one write: a third more reads a second in bench:proxy with Redis.
-            enableAutoPipelining: true,
-            keyPrefix: config.redisPrefix,
-          })
-        : null
+  // Built by the redis plugin (or handed in); whether there is one decides what health watches.
+  const usesRedis = overrides.redis !== undefined ? overrides.redis !== null : config.redisUrl !== undefined
 
   // A logger handed in (tests) takes the access lines too.
   const loggers = overrides.loggerInstance
@@ -164,11 +153,11 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   await app.register(eventsPlugin)
   await app.register(metricsPlugin, { config })
   await app.register(dependencyHealthPlugin, {
-    used: redis ? (['database', 'redis', 'upstream'] as const) : (['database', 'upstream'] as const),
+    used: usesRedis ? (['database', 'redis', 'upstream'] as const) : (['database', 'upstream'] as const),
   })
   await app.register(dbPlugin, { database })
   await app.register(requestDeadlinePlugin, { deadlineMs: config.requestDeadlineMs })
-  await app.register(redisPlugin, { redis })
+  await app.register(redisPlugin, { redis: overrides.redis, config })
   await app.register(outboxPlugin, { retentionDays: config.outboxRetentionDays })
   await app.register(mailerPlugin, { config })
   await app.register(storagePlugin, { config })

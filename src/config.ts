@@ -30,6 +30,7 @@ const Env = Type.Object({
   REQUEST_DEADLINE_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,6}$' })),
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
   REDIS_PREFIX: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,64}$' })),
+  REDIS_COMMAND_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
   FRONTEND_URL: Type.Optional(Type.String()),
   SESSION_LIFETIME: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
   SESSION_ABSOLUTE_LIFETIME: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
@@ -147,6 +148,8 @@ export interface Config {
   readonly redisUrl: string | undefined
   /** Put before every key and pub/sub channel, so services sharing a Redis server stay apart. */
   readonly redisPrefix: string
+  /** The longest one Redis command may take before its use gives up on it (and goes on without Redis). */
+  readonly redisCommandTimeoutMs: number
   readonly frontendOrigins: readonly string[]
   /**
    * `lifetimeMinutes`: idle lifetime (SESSION_LIFETIME); `absoluteLifetimeMinutes`: how long a session
@@ -444,6 +447,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env, cwd = proces
     requestDeadlineMs: Number(env.REQUEST_DEADLINE_MS ?? 25_000),
     redisUrl: env.REDIS_URL,
     redisPrefix: env.REDIS_PREFIX ?? 'trading:',
+    redisCommandTimeoutMs: Number(env.REDIS_COMMAND_TIMEOUT_MS ?? 250),
     frontendOrigins: Object.freeze(frontendOrigins),
     session: Object.freeze({
       lifetimeMinutes: Number(env.SESSION_LIFETIME ?? 120),

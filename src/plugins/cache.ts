@@ -2,8 +2,10 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.ts'
 import { type Cache, createCache } from '../lib/cache/cache.ts'
+import { createFailoverCacheDriver } from '../lib/cache/failover.ts'
 import { createMemoryCacheDriver } from '../lib/cache/memory.ts'
 import { createRedisCacheDriver } from '../lib/cache/redis.ts'
+import { redisAvailability } from '../lib/redis/health.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -13,9 +15,13 @@ declare module 'fastify' {
 }
 
 async function cachePlugin(app: FastifyInstance, { config }: { config: Config }) {
-  const driver = app.redis
-    ? createRedisCacheDriver(app.redis)
-    : createMemoryCacheDriver({ maxBytes: config.cache.maxBytes, clock: app.clock })
+  const memory = createMemoryCacheDriver({ maxBytes: config.cache.maxBytes, clock: app.clock })
+  // With Redis, the memory holds entries only while Redis does not answer.
+  const redis = app.redis && redisAvailability(app.dependencyHealth, app.log, 'cache')
+  const driver =
+    app.redis && redis
+      ? createFailoverCacheDriver(createRedisCacheDriver(app.redis, { onError: redis.failed }), memory, redis)
+      : memory
   const layer = { layer: app.redis ? 'redis' : 'memory' }
   const lookups = (name: string, help: string) =>
     app.metrics.counter({ name, help, labelNames: ['layer'] }).series(layer)
@@ -28,7 +34,8 @@ async function cachePlugin(app: FastifyInstance, { config }: { config: Config })
     labelNames: ['reason'],
   })
   const cache = createCache(driver, {
-    // A failing store degrades to misses (answers still come from the upstream); say so in the log.
+    // Redis failing is the failover driver's (one line per outage); what is left (an unreadable
+    // entry) degrades to a miss, logged.
     onError: (error, operation) => app.log.error({ err: error, operation }, 'cache store failed'),
     onRead: (hit) => (hit ? hits : misses).inc(),
     onStale: (reason) => staleAnswers.series({ reason }).inc(),
@@ -37,4 +44,7 @@ async function cachePlugin(app: FastifyInstance, { config }: { config: Config })
   app.addHook('onClose', async () => cache.close())
 }
 
-export default fp(cachePlugin, { name: 'cache', dependencies: ['clock', 'redis', 'metrics'] })
+export default fp(cachePlugin, {
+  name: 'cache',
+  dependencies: ['clock', 'redis', 'metrics', 'dependency-health'],
+})

@@ -147,6 +147,7 @@ describe('GET /metrics', () => {
       [`${P}realtime_occupied_channels`]: 'gauge',
       [`${P}realtime_subscriptions`]: 'gauge',
       [`${P}realtime_buffered_bytes`]: 'gauge',
+      [`${P}realtime_messages_dropped_total`]: 'counter',
       [`${P}credit_hold_transitions_total`]: 'counter',
       [`${P}ai_calls_total`]: 'counter',
       [`${P}ai_tokens_total`]: 'counter',

@@ -4,9 +4,11 @@ import fp from 'fastify-plugin'
 import type { HeaderPairs } from '../lib/answer-headers.ts'
 import { unixSeconds } from '../lib/clock.ts'
 import { type HttpError, tooManyAttempts } from '../lib/errors.ts'
+import { createFailoverRateLimitStore } from '../lib/rate-limit/failover.ts'
 import { createMemoryRateLimitStore } from '../lib/rate-limit/memory.ts'
 import { createRedisRateLimitStore } from '../lib/rate-limit/redis.ts'
 import type { RateLimitWindow } from '../lib/rate-limit/store.ts'
+import { redisAvailability } from '../lib/redis/health.ts'
 import type { ThrottleRule, ThrottleSubject } from './guards.ts'
 
 /** Counters a route keeps by itself (failures only, lockouts), under `name`; keys are hashed as the rules' are. */
@@ -45,9 +47,15 @@ declare module 'fastify' {
 const USER_ID = /^\d{1,15}$/
 
 async function rateLimitPlugin(app: FastifyInstance) {
-  // Made either way (an empty Map); counted in only without Redis.
+  // Made either way (an empty Map); counted in without Redis, and while Redis does not answer.
   const inProcess = createMemoryRateLimitStore(app.clock)
-  const store = app.redis ? createRedisRateLimitStore(app.redis, app.clock) : inProcess
+  const store = app.redis
+    ? createFailoverRateLimitStore(
+        createRedisRateLimitStore(app.redis, app.clock),
+        inProcess,
+        redisAvailability(app.dependencyHealth, app.log, 'rate limit'),
+      )
+    : inProcess
 
   // Keys hold emails and addresses: hashed, they are short and reveal nothing in Redis. A user id is
   // both already (and the key of the per-request read limit): used as it is, no hash per request.
@@ -97,4 +105,7 @@ async function rateLimitPlugin(app: FastifyInstance) {
   } satisfies RateLimiter)
 }
 
-export default fp(rateLimitPlugin, { name: 'rate-limit', dependencies: ['clock', 'redis'] })
+export default fp(rateLimitPlugin, {
+  name: 'rate-limit',
+  dependencies: ['clock', 'redis', 'dependency-health'],
+})

@@ -14,6 +14,8 @@ import { registerHubMetrics } from '../lib/realtime/hub-metrics.ts'
 import { createOriginPolicy } from '../lib/realtime/origin-policy.ts'
 import { createMemoryPresence, createRedisPresence } from '../lib/realtime/presence.ts'
 import { errorFrame, PusherError, SOCKET_ID } from '../lib/realtime/protocol.ts'
+import { RECONNECT_CAP_MS } from '../lib/redis/client.ts'
+import { redisAvailability } from '../lib/redis/health.ts'
 
 /** The user channel Echo's `.notification()` and the app's user events use. */
 export const USER_CHANNEL = /^private-App\.Models\.User\.(\d{1,15})$/
@@ -53,13 +55,29 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
   const options = config.realtime
   const instanceId = randomUUID()
   const redis = app.redis
-  const onRedisError = (error: unknown) => app.log.warn({ err: error }, 'realtime: redis')
-  const bus = redis ? await createRedisBus(redis, onRedisError) : createMemoryBus()
+  const availability = redisAvailability(app.dependencyHealth, app.log, 'realtime')
+  const dropped = app.metrics.counter({
+    name: 'realtime_messages_dropped_total',
+    help: 'Socket messages (kind: delivery, an event or presence change; notice, a grant or an access end) that did not reach the other instances: Redis was down. This instance handled them.',
+    labelNames: ['kind'],
+  })
+  const bus = redis
+    ? await createRedisBus(redis, {
+        isUp: availability.isUp,
+        failed: availability.failed,
+        dropped: (kind) => dropped.series({ kind }).inc(),
+      })
+    : createMemoryBus()
   const presence = redis
     ? createRedisPresence(redis, instanceId, options.instanceTtlSeconds)
     : createMemoryPresence()
   const lastSeenLocal = new Map<string, number>()
 
+  // The periodic work; a quarter of the shortest deadline it serves.
+  const every = Math.max(
+    250,
+    (Math.min(options.activityTimeoutSeconds, options.instanceTtlSeconds) * 1000) / 4,
+  )
   const hub = createHub({
     key: options.key,
     secret: options.secret,
@@ -78,9 +96,17 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
     onOffline(userId) {
       const now = app.clock.nowMs()
       if (!redis) return void lastSeenLocal.set(userId, now)
-      redis.set(`realtime:seen:${userId}`, String(now), 'EX', LAST_SEEN_DAYS * 86_400).catch(onRedisError)
+      redis
+        .set(`realtime:seen:${userId}`, String(now), 'EX', LAST_SEEN_DAYS * 86_400)
+        .catch(availability.failed)
     },
+    onPresenceError: availability.failed,
+    // Another instance writes its records again on its reconnect (at most a reconnect back-off
+    // after this one's) or, failing that, at its next heartbeat.
+    missingMemberGraceMs: every + RECONNECT_CAP_MS,
   })
+  // Redis back (maybe restarted empty): this instance's members are written again at once.
+  redis?.on('ready', () => void hub.rewritePresence())
   registerHubMetrics(app.metrics, hub)
 
   // Echo's interceptor sends the page's socket id; what this request broadcasts leaves that socket out.
@@ -102,7 +128,7 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
     },
     async lastSeen(userId) {
       const at = redis
-        ? Number(await redis.get(`realtime:seen:${userId}`))
+        ? Number(await redis.get(`realtime:seen:${userId}`).catch(availability.failed))
         : lastSeenLocal.get(String(userId))
       return at ? new Date(at) : null
     },
@@ -149,11 +175,6 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
     app.server.off('upgrade', onUpgrade)
   })
 
-  // The periodic work; a quarter of the shortest deadline it serves.
-  const every = Math.max(
-    250,
-    (Math.min(options.activityTimeoutSeconds, options.instanceTtlSeconds) * 1000) / 4,
-  )
   const timer = setInterval(() => {
     hub.tick().catch((error: unknown) => app.log.warn({ err: error }, 'realtime: tick failed'))
   }, every)
@@ -163,12 +184,12 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
     await drain()
     await new Promise<void>((resolve) => wss.close(() => resolve()))
     clearInterval(timer)
-    await presence.close().catch(onRedisError)
+    await presence.close().catch(availability.failed)
     await bus.close()
   })
 }
 
 export default fp(realtimePlugin, {
   name: 'realtime',
-  dependencies: ['redis', 'clock', 'metrics', 'shutdown'],
+  dependencies: ['redis', 'clock', 'metrics', 'shutdown', 'dependency-health'],
 })

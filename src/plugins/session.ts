@@ -1,14 +1,14 @@
-import { randomUUID } from 'node:crypto'
 import { parseCookie, stringifySetCookie } from 'cookie'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Redis } from 'ioredis'
 import { LRUCache } from 'lru-cache'
 import type { Config } from '../config.ts'
 import type { SessionPayload, SessionRow, UserRow } from '../db/schema/index.ts'
 import { createEventBus } from '../lib/events.ts'
 import { createPeriodicTask } from '../lib/periodic.ts'
+import { redisAvailability } from '../lib/redis/health.ts'
 import { type CachedSession, createSessionCache } from '../lib/session-cache.ts'
+import { createSessionFanOut } from '../lib/session-fan-out.ts'
 import { userChanges } from '../lib/user-changes.ts'
 import { sealXsrfToken } from '../lib/xsrf.ts'
 import { createRememberTokensService } from '../modules/sessions/remember-tokens.service.ts'
@@ -115,7 +115,12 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
   })
   const cache = createSessionCache<SessionRow, UserRow>((entry) => entry.session.userId)
   type CachedEntry = CachedSession<SessionRow, UserRow>
-  const fanOut = await sessionFanOut(app, cache)
+  const fanOut = createSessionFanOut(
+    app.redis,
+    cache,
+    redisAvailability(app.dependencyHealth, app.log, 'sessions'),
+  )
+  await fanOut.subscribed
   const forgetSession = (session: ActiveSession) => {
     cache.forgetSession(session.row.id)
     return fanOut.publish({ sessions: [session.row.id] })
@@ -467,59 +472,7 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
   })
 }
 
-interface Announcement {
-  from?: unknown
-  sessions?: unknown
-  users?: unknown
-}
-
-/**
- * Tells the other instances (over Redis pub/sub, when there is Redis) which cached sessions and users
- * to drop, and drops the ones they announce. Publishing resolves once Redis has queued the message
- * for every subscriber, so another instance has it before the change's answer reaches the caller;
- * it acts when its event loop next reads that connection (milliseconds), and SESSION_CACHE_TTL_MS
- * bounds the rest (Redis down, a lost message).
- */
-async function sessionFanOut(
-  app: FastifyInstance,
-  cache: { forgetSession(id: string): void; forgetUser(userId: number): void },
-) {
-  const redis: Redis | null = app.redis
-  if (!redis)
-    return { publish: async (_: { sessions?: string[]; users?: number[] }) => {}, close: async () => {} }
-  const channel = `${redis.options.keyPrefix ?? ''}sessions:invalidated`
-  // Our own announcements come back too; the local cache already acted on them.
-  const instanceId = randomUUID()
-  // A subscribed connection can do nothing else: a second one, made from the same settings.
-  const subscriber = redis.duplicate()
-  subscriber.on('error', () => {}) // ioredis reconnects by itself; the main client reports outages
-  subscriber.on('message', (on: string, message: string) => {
-    if (on !== channel) return
-    let announced: Announcement
-    try {
-      announced = JSON.parse(message)
-    } catch {
-      return
-    }
-    if (announced.from === instanceId) return
-    for (const id of [announced.sessions ?? []].flat()) if (typeof id === 'string') cache.forgetSession(id)
-    for (const id of [announced.users ?? []].flat())
-      if (Number.isSafeInteger(id)) cache.forgetUser(id as number)
-  })
-  await subscriber.subscribe(channel).catch((error: unknown) => {
-    app.log.warn({ err: error }, 'session cache: cannot subscribe to invalidations; entries expire by time')
-  })
-  return {
-    async publish(what: { sessions?: string[]; users?: number[] }) {
-      try {
-        await redis.publish(channel, JSON.stringify({ from: instanceId, ...what }))
-      } catch (error) {
-        // The change itself is done; other instances' entries expire within SESSION_CACHE_TTL_MS.
-        app.log.warn({ err: error }, 'session cache: cannot announce an invalidation')
-      }
-    },
-    close: async () => void (await subscriber.quit().catch(() => subscriber.disconnect())),
-  }
-}
-
-export default fp(sessionPlugin, { name: 'session', dependencies: ['db', 'clock', 'redis'] })
+export default fp(sessionPlugin, {
+  name: 'session',
+  dependencies: ['db', 'clock', 'redis', 'dependency-health'],
+})

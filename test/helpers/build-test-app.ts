@@ -25,6 +25,7 @@ export interface TestApp {
 export interface TestAppOptions {
   env?: Record<string, string>
   database?: Database
+  /** A client of the test's own; left out, none, or the app's own when `env` has REDIS_URL. */
   redis?: Redis | null
   loggerInstance?: AppOverrides['loggerInstance']
   /** A folder of knowledge base articles to sync at start instead of content/knowledge-base/. */
@@ -52,7 +53,8 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
   const app = await buildApp(config, {
     database,
     clock,
-    redis: options.redis ?? null,
+    // None unless handed in; with REDIS_URL in `env` and none handed in, the app's own (as in production).
+    redis: options.redis ?? (config.redisUrl ? undefined : null),
     loggerInstance: options.loggerInstance,
     knowledgeBaseDir: options.knowledgeBaseDir,
   })

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
+import { type ChannelSubscription, subscribeToChannel } from '../redis/subscription.ts'
 import type { CacheDriver } from './cache.ts'
 
 // KEYS: entry, tag sets (n), tag versions (n). ARGV: value, keeping time ms (TTL + stale), n, then the n versions seen
@@ -46,7 +47,10 @@ return 1`
  * read from the tag sets, which a standalone Redis (not Cluster) allows. A tag set may still name a
  * key since overwritten under other tags; invalidating it then costs that key one extra miss.
  */
-export function createRedisCacheDriver(redis: Redis, options: { namespace?: string } = {}): CacheDriver {
+export function createRedisCacheDriver(
+  redis: Redis,
+  options: { namespace?: string; onError?: (error: unknown) => void } = {},
+): CacheDriver {
   const ns = options.namespace ?? 'cache'
   // `e:` entries carry the header; the `v:` entries of older versions, without it, are never read.
   const entryKey = (key: string) => `${ns}:e:${key}`
@@ -58,7 +62,7 @@ export function createRedisCacheDriver(redis: Redis, options: { namespace?: stri
   // This instance's own announcements come back too; its cache already acted on them, and acting
   // again would needlessly drop loads that started after the invalidation.
   const instanceId = randomUUID()
-  let subscriber: Redis | undefined
+  let subscription: ChannelSubscription | undefined
 
   return {
     async get(key) {
@@ -105,23 +109,23 @@ export function createRedisCacheDriver(redis: Redis, options: { namespace?: stri
 
     onInvalidate(listener) {
       listeners.push(listener)
-      if (subscriber) return
-      // A subscribed connection can do nothing else: a second one, made from the same settings.
-      subscriber = redis.duplicate()
-      subscriber.on('error', () => {}) // ioredis reconnects by itself; the main client reports outages
-      subscriber.on('message', (on: string, message: string) => {
-        if (on !== channel) return
-        let announced: { from?: unknown; tags?: unknown }
-        try {
-          announced = JSON.parse(message)
-        } catch {
-          return
-        }
-        const { from, tags } = announced
-        if (from === instanceId || !Array.isArray(tags)) return
-        for (const notify of listeners) notify(tags.filter((tag) => typeof tag === 'string'))
-      })
-      subscriber.subscribe(channel).catch(() => {})
+      if (subscription) return
+      subscription = subscribeToChannel(
+        redis,
+        channel,
+        (message) => {
+          let announced: { from?: unknown; tags?: unknown }
+          try {
+            announced = JSON.parse(message)
+          } catch {
+            return
+          }
+          const { from, tags } = announced
+          if (from === instanceId || !Array.isArray(tags)) return
+          for (const notify of listeners) notify(tags.filter((tag) => typeof tag === 'string'))
+        },
+        options.onError ?? (() => {}),
+      )
     },
 
     async clear() {
@@ -136,8 +140,8 @@ export function createRedisCacheDriver(redis: Redis, options: { namespace?: stri
     },
 
     async close() {
-      // The shared client belongs to the redis plugin; only the subscriber is ours.
-      if (subscriber) await subscriber.quit().catch(() => subscriber?.disconnect())
+      // The shared client belongs to the redis plugin; only the subscription is ours.
+      await subscription?.close()
     },
   }
 }

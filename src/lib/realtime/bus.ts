@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis'
+import { subscribeToChannel } from '../redis/subscription.ts'
 import type { AccessEnded, Grant } from './socket-access.ts'
 
 /** One event for the sockets subscribed to some channels, on every instance. */
@@ -51,42 +52,64 @@ export function createMemoryBus(): RealtimeBus {
   }
 }
 
+/** What the Redis bus follows of Redis, and whom it tells of what it could not send. */
+export interface BusRedisState {
+  isUp(): boolean
+  failed(error: unknown): void
+  /** A delivery or notice that did not reach the other instances (this one's sockets still got it). */
+  dropped(kind: 'delivery' | 'notice'): void
+}
+
 /**
  * Many instances: every delivery goes through one Redis channel (under the key prefix) and comes
  * back to every instance, this one included, over one subscriber connection. Notices share the
  * channel, wrapped as `{notice}` (a delivery has no such key), so they keep their order with
  * deliveries: a GroupDeleted event reaches the sockets before their subscriptions are dropped.
+ * While Redis is down (or a publish fails) a message is handled here alone and counted as dropped:
+ * this instance's sockets get it, the others' do not, and no caller waits or fails for it.
  */
-export async function createRedisBus(redis: Redis, onError: (error: unknown) => void): Promise<RealtimeBus> {
+export async function createRedisBus(redis: Redis, state: BusRedisState): Promise<RealtimeBus> {
   const channel = `${redis.options.keyPrefix ?? ''}realtime:deliveries`
-  const subscriber = redis.duplicate()
-  subscriber.on('error', onError)
   let handler: (delivery: Delivery) => void = () => {}
   let noticeHandler: (notice: HubNotice) => void = () => {}
-  subscriber.on('message', (on: string, message: string) => {
-    if (on !== channel) return
-    try {
-      const parsed = JSON.parse(message) as Delivery | { notice: HubNotice }
+  const subscription = subscribeToChannel(
+    redis,
+    channel,
+    (message) => {
+      let parsed: Delivery | { notice: HubNotice }
+      try {
+        parsed = JSON.parse(message) as Delivery | { notice: HubNotice }
+      } catch {
+        return // only instances of this service publish here: not one of theirs
+      }
       if ('notice' in parsed) noticeHandler(parsed.notice)
       else handler(parsed)
-    } catch (error) {
-      onError(error)
-    }
-  })
-  await subscriber.subscribe(channel)
-  return {
-    async publish(delivery) {
-      await redis.publish(channel, JSON.stringify(delivery))
     },
+    state.failed,
+  )
+  await subscription.subscribed
+  /** Publishes the message, or hands it to this instance's handler and counts it dropped. */
+  const send = async (message: string, kind: 'delivery' | 'notice', handleHere: () => void) => {
+    if (state.isUp()) {
+      try {
+        await redis.publish(channel, message)
+        return
+      } catch (error) {
+        state.failed(error)
+      }
+    }
+    state.dropped(kind)
+    handleHere()
+  }
+  return {
+    publish: (delivery) => send(JSON.stringify(delivery), 'delivery', () => handler(delivery)),
     onDelivery(next) {
       handler = next
     },
-    async notify(notice) {
-      await redis.publish(channel, JSON.stringify({ notice }))
-    },
+    notify: (notice) => send(JSON.stringify({ notice }), 'notice', () => noticeHandler(notice)),
     onNotice(next) {
       noticeHandler = next
     },
-    close: async () => void (await subscriber.quit().catch(() => subscriber.disconnect())),
+    close: () => subscription.close(),
   }
 }

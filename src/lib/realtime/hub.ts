@@ -50,6 +50,14 @@ export interface HubOptions {
   userOfChannel(channel: string): string | null
   /** When a user's last socket (on any instance) left their user channel. */
   onOffline(userId: string): void
+  /** A presence store command failed (Redis): the hub went on with what this instance knows. */
+  onPresenceError(error: unknown): void
+  /**
+   * How long a member must be missing from the store before the reconciliation tells this
+   * instance's sockets they left: longer than another instance takes to write its records again
+   * after Redis lost them (a restart), so that no one still connected is announced gone.
+   */
+  missingMemberGraceMs: number
   log: { warn(details: object, message: string): void }
 }
 
@@ -96,6 +104,12 @@ export function createHub(options: HubOptions) {
   }
   const writer = createFrameWriter(send)
   const local = createLocalMembers(presence)
+  /** The promise's value, or `fallback` (the failure reported) when the presence store failed. */
+  const orElse = <T>(pending: Promise<T>, fallback: () => T): Promise<T> =>
+    pending.catch((error: unknown) => {
+      options.onPresenceError(error)
+      return fallback()
+    })
 
   async function subscribe(conn: Connection, data: Record<string, unknown>) {
     const checked = checkSubscription(options, conn.id, data)
@@ -112,10 +126,14 @@ export function createHub(options: HubOptions) {
     set.add(conn)
 
     const owner = options.userOfChannel(channel)
-    if (owner) await local.joined(ONLINE, owner, null)
+    if (owner) await orElse(local.joined(ONLINE, owner, null), () => false)
     if (!member) return send(conn, encodeFrame('pusher_internal:subscription_succeeded', '{}', channel))
-    const first = await local.joined(channel, member.userId, member.info)
-    const members = await presence.members(channel)
+    // Without the store, new to this instance's subscribers counts as new.
+    const first = await orElse(
+      local.joined(channel, member.userId, member.info),
+      () => !announced.get(channel)?.has(member.userId),
+    )
+    const members = await orElse(presence.members(channel), () => presence.heldHere(channel))
     members.set(member.userId, member.info)
     announced.set(channel, new Set([...(announced.get(channel) ?? []), ...members.keys()]))
     const ids = [...members.keys()]
@@ -147,10 +165,13 @@ export function createHub(options: HubOptions) {
     if (set?.size === 0) {
       subscribers.delete(channel)
       announced.delete(channel)
+      missingSince.delete(channel)
     }
     const owner = options.userOfChannel(channel)
-    if (owner && (await local.left(ONLINE, owner))) options.onOffline(owner)
-    if (subscription.userId && (await local.left(channel, subscription.userId))) {
+    // Without the store, whether they are gone everywhere is not known: nothing is announced (the
+    // reconciliation announces it once the store is back, if they did not come back meanwhile).
+    if (owner && (await orElse(local.left(ONLINE, owner), () => false))) options.onOffline(owner)
+    if (subscription.userId && (await orElse(local.left(channel, subscription.userId), () => false))) {
       await bus.publish({
         channels: [channel],
         event: 'pusher_internal:member_removed',
@@ -286,21 +307,35 @@ export function createHub(options: HubOptions) {
     endAccess(notice.accessEnded).catch((error: unknown) => log.warn({ err: error }, 'ending access failed'))
   })
 
+  // Since when each member this instance's subscribers know of was missing from the store, by channel.
+  const missingSince = new Map<string, Map<string, number>>()
+
   /**
    * Tells this instance's subscribers of members who came or went without a word: those of an
-   * instance that crashed (its records expired) or whose announcement was lost.
+   * instance that crashed (its records expired) or whose announcement was lost. A member is
+   * announced gone only once missing for the grace, and never while this instance holds their
+   * socket: a Redis that restarted empty holds no one until every instance wrote its records again.
    */
-  async function reconcile() {
+  async function reconcile(now: number) {
     for (const [channel, known] of announced) {
       const members = await presence.members(channel)
+      const heldHere = presence.heldHere(channel)
+      const missing = missingSince.get(channel) ?? new Map<string, number>()
+      missingSince.set(channel, missing)
+      for (const userId of missing.keys())
+        if (!known.has(userId) || members.has(userId)) missing.delete(userId)
       for (const userId of known) {
-        if (!members.has(userId))
+        if (members.has(userId) || heldHere.has(userId)) continue
+        const since = missing.get(userId) ?? now
+        missing.set(userId, since)
+        if (now - since >= options.missingMemberGraceMs)
           deliver({
             channels: [channel],
             event: 'pusher_internal:member_removed',
             data: JSON.stringify({ user_id: userId }),
           })
       }
+      if (missing.size === 0) missingSince.delete(channel)
       for (const [userId, info] of members) {
         if (!known.has(userId))
           deliver({
@@ -422,11 +457,15 @@ export function createHub(options: HubOptions) {
       return new Map([...subscribers].map(([channel, set]) => [channel, set.size]))
     },
 
-    /** Users present on a presence channel (any instance). */
-    members: (channel: string) => presence.members(channel),
+    /** Users present on a presence channel (any instance; this one's alone while the store fails). */
+    members: (channel: string) => orElse(presence.members(channel), () => presence.heldHere(channel)),
 
-    /** Which of these users have a live socket on their own user channel (any instance). */
-    online: (userIds: string[]) => presence.present(ONLINE, userIds),
+    /** Which of these users have a live socket on their own user channel (any instance; this one's alone while the store fails). */
+    online: (userIds: string[]) =>
+      orElse(presence.present(ONLINE, userIds), () => {
+        const here = presence.heldHere(ONLINE)
+        return new Set(userIds.filter((id) => here.has(id)))
+      }),
 
     connectionCount: () => sockets.size,
 
@@ -452,9 +491,16 @@ export function createHub(options: HubOptions) {
       sweepIdle(now)
       frameCounts.prune(now)
       clientEventLimits.prune(now)
-      await presence.heartbeat()
-      await reconcile()
+      try {
+        await presence.heartbeat()
+        await reconcile(now)
+      } catch (error) {
+        options.onPresenceError(error)
+      }
     },
+
+    /** Writes this instance's presence records again at once (the store came back, maybe empty). */
+    rewritePresence: () => presence.rewrite().catch(options.onPresenceError),
 
     /**
      * Refuses new sockets and closes every open one with a reconnect-later code, spread over the

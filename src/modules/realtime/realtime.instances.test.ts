@@ -341,8 +341,9 @@ const crashCases = redisUrl && postgresUrl ? [{ redisUrl, postgresUrl }] : []
 describe.each(crashCases)('real-time when instance B (a process) is killed', ({ redisUrl, postgresUrl }) => {
   const TTL_SECONDS = 2
   // A's sweep runs every TTL/4; Redis expires B's records TTL after B's last heartbeat (at most TTL/4 before
-  // the kill); and a moment for the frame. Generous for a loaded CI machine, still well under the 30 s default.
-  const REMOVAL_DEADLINE_MS = TTL_SECONDS * 1000 + 2500
+  // the kill); A announces them after they were missing for its grace (TTL/4 + 1 s: plugins/realtime.ts);
+  // and a moment for the frame. Generous for a loaded CI machine, still well under the 30 s default.
+  const REMOVAL_DEADLINE_MS = TTL_SECONDS * 1000 + (TTL_SECONDS * 250 + 1000) + 2500
   const env = reverbEnv()
   let serverDatabase: ServerDatabase
   let database: Database
