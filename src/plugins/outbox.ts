@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Db } from '../db/client.ts'
+import { databaseFailureOf } from '../db/failures.ts'
 import { createOutboxRepository } from '../lib/outbox/outbox.repository.ts'
 import {
   createOutboxWorker,
@@ -44,8 +45,13 @@ async function outboxPlugin(
   { options, retentionDays = 14 }: { options?: OutboxWorkerOptions; retentionDays?: number } = {},
 ) {
   const log = app.log.child({ component: 'outbox' })
+  const reportOutage = (error: unknown) => {
+    if (databaseFailureOf(error) !== 'unavailable') return false
+    app.dependencyHealth.failed('database', error)
+    return true
+  }
   const newWorker = (workerOptions?: OutboxWorkerOptions) =>
-    createOutboxWorker({ db: app.db, clock: app.clock, log, options: workerOptions })
+    createOutboxWorker({ db: app.db, clock: app.clock, log, options: workerOptions, reportOutage })
   const shared = newWorker(options)
   const workers: OutboxWorker[] = [shared]
   const workerOf = new Map<string, OutboxWorker>()
@@ -122,4 +128,7 @@ async function outboxPlugin(
   })
 }
 
-export default fp(outboxPlugin, { name: 'outbox', dependencies: ['db', 'clock', 'metrics', 'shutdown'] })
+export default fp(outboxPlugin, {
+  name: 'outbox',
+  dependencies: ['db', 'clock', 'metrics', 'shutdown', 'dependency-health'],
+})

@@ -242,7 +242,7 @@ describe('node src/server.ts stopping under load (SIGTERM)', () => {
     while ('status' in up && up.status === 200 && Date.now() - signalledAt < 1_000)
       up = await probeUp(server.port)
     const stoppingAt = Date.now()
-    expect(up).toEqual({ status: 503, body: { status: 'stopping' } })
+    expect(up).toMatchObject({ status: 503, body: { status: 'stopping' } })
     expect(stoppingAt - signalledAt).toBeLessThan(1_000)
     // A socket opened now is turned away with the same reconnect code.
     const late = new PusherSocket(server.baseUrl, APP_KEY)

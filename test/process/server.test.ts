@@ -66,7 +66,7 @@ describe('node src/server.ts on embedded PGlite under DATA_DIR', () => {
       const first = await startServerProcess({ env })
       const up = await fetch(`${first.baseUrl}/up`)
       expect(up.status).toBe(200)
-      expect(await up.json()).toEqual({ status: 'ok' })
+      expect(await up.json()).toMatchObject({ status: 'ok', dependencies: { database: { up: true } } })
 
       const account = registration()
       const client = new TestClient(first.baseUrl)
@@ -296,7 +296,7 @@ describe.each(postgresCases)('node src/server.ts on PostgreSQL (DATABASE_URL)', 
         })
         const up = await fetch(`${server.baseUrl}/up`)
         expect(up.status).toBe(200)
-        expect(await up.json()).toEqual({ status: 'ok' })
+        expect(await up.json()).toMatchObject({ status: 'ok', dependencies: { database: { up: true } } })
         const account = registration()
         const registered = await new TestClient(server.baseUrl).post('/api/register', account)
         expect(registered.status, registered.text).toBe(201)

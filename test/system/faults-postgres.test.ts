@@ -71,6 +71,7 @@ describe('PostgreSQL fails under the deployment', () => {
     const before = {
       down: instancesSaid('database unavailable'),
       up: instancesSaid('database available again'),
+      outbox: instancesSaid('outbox pass failed'),
     }
     const load = startLoad(clients, (client) => client.get('/api/user', { timeoutMs: 10_000 }), {
       expected: (status) => status === 200,
@@ -110,6 +111,8 @@ describe('PostgreSQL fails under the deployment', () => {
     await sleep(1_500)
     expect(instancesSaid('database unavailable').map((n, i) => n - (before.down[i] ?? 0))).toEqual([1, 1])
     expect(instancesSaid('database available again').map((n, i) => n - (before.up[i] ?? 0))).toEqual([1, 1])
+    // Nor does a background worker polling every few seconds log the outage again.
+    expect(instancesSaid('outbox pass failed').map((n, i) => n - (before.outbox[i] ?? 0))).toEqual([0, 0])
   }, 90_000)
 
   it('a table locked for long: requests answer 503 within the time-outs instead of hanging, and no hold is created after its request failed', async () => {

@@ -80,6 +80,11 @@ export function createOutboxWorker(deps: {
   clock: Clock
   log: OutboxLogger
   options?: OutboxWorkerOptions
+  /**
+   * Takes a pass's failure that is an outage reported elsewhere (the database down: one line for the
+   * whole outage), answering true, so that a poll every few seconds does not log it again.
+   */
+  reportOutage?: (error: unknown) => boolean
 }) {
   const { clock, log } = deps
   const options = { ...DEFAULTS, ...deps.options }
@@ -165,7 +170,7 @@ export function createOutboxWorker(deps: {
         if (rows.length < options.batchSize) break
       }
     } catch (err) {
-      log.error({ err }, 'outbox pass failed')
+      if (!deps.reportOutage?.(err)) log.error({ err }, 'outbox pass failed')
     }
     return stats
   }
