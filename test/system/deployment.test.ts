@@ -9,8 +9,7 @@ import { loadConfig } from '../../src/config.ts'
 import { projectRoot } from '../helpers/cli.ts'
 import { TestClient } from '../helpers/client.ts'
 import { connected, echoAt, eventually } from '../helpers/echo.ts'
-import { uniqueEmail } from '../helpers/factories.ts'
-import { ADMIN, migrationCount, type Stack, SUPPORT_EMAIL, startStack } from './stack.ts'
+import { ADMIN, migrationCount, registeredAt, type Stack, SUPPORT_EMAIL, startStack } from './stack.ts'
 
 /**
  * The deployment recipe (deploy/) run for real: nginx rendered from deploy/nginx/, round robin over
@@ -25,25 +24,12 @@ const viaPgBouncer = process.env.SYSTEM_VIA_PGBOUNCER === '1'
 const CLIENT_ADDRESS = '127.0.0.5'
 setGlobalDispatcher(new Agent({ localAddress: CLIENT_ADDRESS }))
 
-const PASSWORD = 'correct horse battery staple'
-
 let stack: Stack
 /** The instance (`127.0.0.1:port`) that answered, from nginx's access log. */
 const servedBy = (res: { headers: Headers }) => stack.nginx.servedBy(res.headers.get('x-request-id'))
 
 /** A new user registered through nginx; the client is signed in as them. */
-async function registered(name = 'System Trader') {
-  const client = new TestClient(stack.nginx.url)
-  const email = uniqueEmail('system')
-  const res = await client.post('/api/register', {
-    name,
-    email,
-    password: PASSWORD,
-    password_confirmation: PASSWORD,
-  })
-  if (res.status !== 201) throw new Error(`register answered ${res.status} ${res.text}`)
-  return { client, id: res.data.id as number, email }
-}
+const registered = (name = 'System Trader') => registeredAt(stack.nginx.url, name, 'system')
 
 async function signedIn(email: string, password: string) {
   const client = new TestClient(stack.nginx.url)

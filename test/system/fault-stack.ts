@@ -1,10 +1,7 @@
-import { TestClient } from '../helpers/client.ts'
-import { uniqueEmail } from '../helpers/factories.ts'
+import type { TestClient } from '../helpers/client.ts'
 import { type OwnPostgres, startOwnPostgres } from '../helpers/own-postgres.ts'
 import { type OwnRedis, startOwnRedis } from '../helpers/own-redis.ts'
-import { type Stack, startStack } from './stack.ts'
-
-export const PASSWORD = 'correct horse battery staple'
+import { registeredAt, type Stack, startStack } from './stack.ts'
 
 export interface FaultStack {
   readonly stack: Stack
@@ -42,18 +39,7 @@ export async function startFaultStack(env: Record<string, string> = {}): Promise
       stack,
       postgres,
       redis,
-      async signedIn(name = 'Fault Trader') {
-        const client = new TestClient(stack.nginx.url)
-        const email = uniqueEmail('fault')
-        const res = await client.post('/api/register', {
-          name,
-          email,
-          password: PASSWORD,
-          password_confirmation: PASSWORD,
-        })
-        if (res.status !== 201) throw new Error(`register answered ${res.status} ${res.text}`)
-        return { client, id: res.data.id as number, email }
-      },
+      signedIn: (name = 'Fault Trader') => registeredAt(stack.nginx.url, name, 'fault'),
       stop: stopAll,
     }
   } catch (error) {

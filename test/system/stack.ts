@@ -6,6 +6,8 @@ import { Redis } from 'ioredis'
 import pg from 'pg'
 import { SPA_ORIGIN, TEST_APP_KEY } from '../helpers/build-test-app.ts'
 import { type CliResult, projectRoot } from '../helpers/cli.ts'
+import { TestClient } from '../helpers/client.ts'
+import { uniqueEmail } from '../helpers/factories.ts'
 import { FakeModel } from '../helpers/fake-model.ts'
 import { FakeUpstream } from '../helpers/fake-upstream.ts'
 import { freePort } from '../helpers/ports.ts'
@@ -16,6 +18,8 @@ import { type RunningPgBouncer, startPgBouncer } from './pgbouncer.ts'
 import { type Instance, instance, runCli } from './processes.ts'
 
 export const SUPPORT_EMAIL = 'support@system.test'
+/** The password of every trader a system test registers. */
+export const TRADER_PASSWORD = 'correct horse battery staple'
 export const ADMIN = { email: 'admin@system.test', password: 'system admin password' }
 export const REVERB = { appId: '515151', key: 'system-app-key', secret: 'system-app-secret-0123456789' }
 
@@ -234,4 +238,18 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     await cleanup()
     throw error
   }
+}
+
+/** A new user registered through `baseUrl` (nginx), as the app registers; the client is signed in as them. */
+export async function registeredAt(baseUrl: string, name: string, emailPrefix: string) {
+  const client = new TestClient(baseUrl)
+  const email = uniqueEmail(emailPrefix)
+  const res = await client.post('/api/register', {
+    name,
+    email,
+    password: TRADER_PASSWORD,
+    password_confirmation: TRADER_PASSWORD,
+  })
+  if (res.status !== 201) throw new Error(`register answered ${res.status} ${res.text}`)
+  return { client, id: res.data.id as number, email }
 }
