@@ -152,10 +152,6 @@ describe('Redis stopped for 20 s under load', () => {
       falseLeaves: seen.flatMap((s) => s.leaving),
     })
 
-    ;(await import('node:fs')).writeFileSync(
-      '/tmp/wt-redis-exp/instances.log',
-      stack.instances.map((i) => i.output()).join('\n=====\n'),
-    ) // TEMP
     const failures = Object.entries(report.byStatus).filter(([code]) => !/^[234]\d\d$/.test(code))
     expect(failures, JSON.stringify(report)).toEqual([])
     expect(report.slow, JSON.stringify(report)).toBe(0)
