@@ -7,7 +7,7 @@ import { type Static, Type } from 'typebox'
 import { type DatabaseTimeouts, DEFAULT_DATABASE_TIMEOUTS } from './db/timeouts.ts'
 import { compileValidator } from './lib/validation.ts'
 
-/** The environment this service reads, as strings; every variable is documented in the README. */
+/** The environment this service reads, as strings; every variable is documented in docs/configuration.md. */
 const Env = Type.Object({
   NODE_ENV: Type.Optional(Type.String()),
   PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),

@@ -110,7 +110,7 @@ async function openPostgres(
     connectionTimeoutMillis: timeouts.poolWaitMs,
     // PostgreSQL ends a statement, a lock wait or an idle transaction that runs over (and rolls its
     // transaction back). A transaction-mode pooler refuses these as connection settings: there they
-    // belong to the pooler's connect_query (README, PgBouncer), and the read time-out below remains.
+    // belong to the pooler's connect_query (deploy/README.md, PgBouncer), and the read time-out below remains.
     ...(pooler === 'none'
       ? {
           statement_timeout: statementMs,

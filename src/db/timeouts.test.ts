@@ -37,7 +37,7 @@ describe('PostgreSQL time-outs', () => {
     const cli = await open({ long: true })
     expect(await setting(cli, 'statement_timeout')).toBe('10min')
     expect(await setting(cli, 'lock_timeout')).toBe('10min')
-    // Behind a transaction-mode pooler they are the pooler's connect_query (README, PgBouncer).
+    // Behind a transaction-mode pooler they are the pooler's connect_query (deploy/README.md, PgBouncer).
     expect(await setting(await open({ pooler: 'transaction' }), 'statement_timeout')).toBe('0')
   })
 

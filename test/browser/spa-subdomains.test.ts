@@ -1,6 +1,6 @@
 /**
- * The example SPA (examples/spa, built with Vite) in Chromium, on the subdomain deployment the README
- * documents: the SPA on app.trading.test, the API on api.trading.test with
+ * The example SPA (examples/spa, built with Vite) in Chromium, on the subdomain deployment
+ * docs/connecting-the-app.md documents: the SPA on app.trading.test, the API on api.trading.test with
  * SESSION_DOMAIN=.trading.test, so the page reads the API's XSRF-TOKEN cookie. It signs in, keeps the
  * session over a reload, hears chat messages and order-status notifications over Echo, streams an
  * assistant answer, uploads a profile photo and signs out; "remember me" outlives the session. A

@@ -443,7 +443,7 @@ describe(`the deployment recipe: nginx over two instances, PostgreSQL ${viaPgBou
     try {
       for (const instance of stack.instances) {
         const before = answered
-        // The recipe's procedure (README, Rolling restart): out of nginx's rotation, stop, start, back.
+        // The recipe's procedure (deploy/README.md, Rolling restart): out of nginx's rotation, stop, start, back.
         await stack.nginx.setInstance('down', instance.address)
         const exit = await instance.stop()
         expect(exit, `instance ${instance.name} exit`).toEqual({ code: 0, signal: null })

@@ -6,7 +6,7 @@ import { unprivilegedAccount } from '../helpers/system-account.ts'
 import { waitForPort } from './processes.ts'
 
 export const PGBOUNCER_BIN = '/usr/sbin/pgbouncer'
-/** What the README's PgBouncer section gives as the databases' connect_query. */
+/** What deploy/README.md's PgBouncer section gives as the databases' connect_query. */
 export const PGBOUNCER_CONNECT_QUERY =
   'SET statement_timeout = 5000; SET lock_timeout = 3000; SET idle_in_transaction_session_timeout = 5000'
 
@@ -32,7 +32,7 @@ export async function startPgBouncer(serverUrl: string, port: number): Promise<R
     join(dir, 'pgbouncer.ini'),
     [
       '[databases]',
-      // The time-outs the instances cannot set through the pooler (README, PgBouncer), on every
+      // The time-outs the instances cannot set through the pooler (deploy/README.md, PgBouncer), on every
       // server connection PgBouncer opens: the defaults of DATABASE_*_TIMEOUT_MS.
       `* = host=${server.hostname} port=${server.port || '5432'} connect_query='${PGBOUNCER_CONNECT_QUERY}'`,
       '',
