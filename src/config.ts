@@ -99,6 +99,9 @@ const Env = Type.Object({
     Type.String({ pattern: '^/?[A-Za-z0-9_-][A-Za-z0-9_.-]*(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)*/?$' }),
   ),
 })
+
+/** Every variable the loader reads, by name (docs/configuration.md lists each; a test keeps them in step). */
+export const CONFIG_VARIABLES: readonly string[] = Object.freeze(Object.keys(Env.properties))
 type Env = Static<typeof Env>
 
 export interface Config {
