@@ -78,6 +78,11 @@ export interface PaginateInput<T> {
   page: unknown
   /** The URL without query, as request()->url(). */
   path: string
+  /**
+   * The page size the request asked for (`?per_page`), if it did: kept in the page links (Laravel's
+   * ->appends()), so following them leads to pages of the same size. Before `query`.
+   */
+  requestedPerPage?: number
   /** Extra query kept in page links (->appends()); `page` always comes last. */
   query?: Record<string, string | number>
 }
@@ -110,7 +115,10 @@ function urlWindow(current: number, last: number): Array<number | null> {
 export function paginate<T>(input: PaginateInput<T>): LengthAwarePage<T> {
   const current = resolvePage(input.page)
   const last = Math.max(Math.ceil(input.total / input.perPage), 1)
-  const query = Object.entries(input.query ?? {}).filter(([key]) => key !== 'page')
+  const query = [
+    ...(input.requestedPerPage === undefined ? [] : [['per_page', input.requestedPerPage] as const]),
+    ...Object.entries(input.query ?? {}),
+  ].filter(([key]) => key !== 'page')
   const url = (page: number) =>
     `${input.path}?${[...query, ['page', String(page)]].map(([k, v]) => `${rawUrlEncode(String(k))}=${rawUrlEncode(String(v))}`).join('&')}`
   const from = input.data.length > 0 ? (current - 1) * input.perPage + 1 : null

@@ -22,7 +22,7 @@ export interface RateLimiter {
   /**
    * Counts the attempt; past the limit throws Laravel's 429, otherwise sets the X-RateLimit headers
    * (when given the reply: a second rule of a route leaves the first one's headers alone). With the
-   * in-process store this is settled at once (undefined, or the 429 thrown): no promise per request.
+   * in-process store this is decided at once (undefined, or the 429 thrown): no promise per request.
    */
   enforce(rule: ThrottleRule, request: FastifyRequest, reply?: FastifyReply): Promise<void> | undefined
   /**
@@ -74,7 +74,7 @@ async function rateLimitPlugin(app: FastifyInstance) {
     ['x-ratelimit-remaining', String(rule.max - attempts)],
   ]
   /** The 429 past the limit, else the X-RateLimit headers (when given the reply). */
-  const settle = (rule: ThrottleRule, { attempts, resetAt }: RateLimitWindow, reply?: FastifyReply) => {
+  const judge = (rule: ThrottleRule, { attempts, resetAt }: RateLimitWindow, reply?: FastifyReply) => {
     if (attempts > rule.max) throw refusal(rule.max, resetAt)
     if (reply) for (const [name, value] of limitHeaders(rule, attempts)) reply.header(name, value)
   }
@@ -82,8 +82,8 @@ async function rateLimitPlugin(app: FastifyInstance) {
   app.decorate('rateLimiter', {
     enforce(rule, request, reply) {
       const window = store.hit(storeKey(rule.name, rule.key(request)), rule.decaySeconds)
-      if (window instanceof Promise) return window.then((counted) => settle(rule, counted, reply))
-      settle(rule, window, reply)
+      if (window instanceof Promise) return window.then((counted) => judge(rule, counted, reply))
+      judge(rule, window, reply)
       return undefined
     },
     countInProcess(rule, subject) {

@@ -82,7 +82,7 @@ export interface SessionControl {
    * now (the warm-read lane, plugins/warm-reads.ts); undefined for anything else, which the request
    * hook resolves as usual.
    */
-  heldSignedIn(cookieHeader: string | undefined): { session: ActiveSession; user: UserRow } | undefined
+  signedInFromMemory(cookieHeader: string | undefined): { session: ActiveSession; user: UserRow } | undefined
   /** The two Set-Cookie lines every answer to a live session carries (sliding expiry). */
   responseCookies(session: ActiveSession): readonly string[]
 }
@@ -289,11 +289,11 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
       await sessions.updatePayload(request.session, changes)
       await forgetSession(request.session)
     },
-    heldSignedIn(cookieHeader) {
+    signedInFromMemory(cookieHeader) {
       const token = tokenIn(cookieHeader)
       if (!token || token.length > MAX_TOKEN_LENGTH) return undefined
       const entry = cache.get(sessionIdOf(token))
-      const session = entry && heldSession(token, entry)
+      const session = entry && sessionFromMemory(token, entry)
       // The lane only reads the session: the cached row, not a copy.
       if (!session || session.row.userId === null || !entry?.user) return undefined
       return { session, user: entry.user }
@@ -322,17 +322,17 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
   /**
    * The session of a cached entry, its row the cached one, when it needs no I/O now (live, no touch
    * due, its user not blocked), else undefined: expired (deleted), a touch due or a blocked user's
-   * (ended) go through `settle`.
+   * (ended) go through `lookUp`.
    */
-  const heldSession = (token: string, entry: CachedEntry): ActiveSession | undefined => {
+  const sessionFromMemory = (token: string, entry: CachedEntry): ActiveSession | undefined => {
     const session: ActiveSession = { token, row: entry.session }
     if (sessions.standing(session) !== 'live') return undefined
     if (session.row.userId !== null && (!entry.user || entry.user.blockedAt)) return undefined
     return session
   }
-  /** Puts a held session (and its user) on the request: true when done, false when it needs `settle`. */
+  /** Puts a session from memory (and its user) on the request: true when done, false when it needs `lookUp`. */
   const adopt = (request: FastifyRequest, token: string, entry: CachedEntry): boolean => {
-    const session = heldSession(token, entry)
+    const session = sessionFromMemory(token, entry)
     if (!session) return false
     // The row is copied: a request may change its session (payload, last activity) without touching
     // what others are handed. The user is shared, frozen when cached: nothing changes a user in place.
@@ -342,7 +342,7 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
   }
 
   /** The rest of resolving: the database on a cache miss, the touch or expiry, a blocked user. */
-  const settle = async (
+  const lookUp = async (
     request: FastifyRequest,
     token: string,
     id: string,
@@ -383,10 +383,10 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     const id = sessionIdOf(token)
     const entry = cache.get(id)
     if (entry && adopt(request, token, entry)) return undefined
-    return settle(request, token, id, entry)
+    return lookUp(request, token, id, entry)
   }
 
-  // A session held in memory and live resolves without a promise; anything else goes through `settle`.
+  // A session in memory and live resolves without a promise; anything else goes through `lookUp`.
   // Without a live session, a remember cookie starts one.
   app.addHook('onRequest', (request, _reply, done) => {
     if (request.method === 'OPTIONS' || !request.headers.cookie) return done()

@@ -254,14 +254,14 @@ describe('a failure in the lane', () => {
       url: FAILING_PATH,
       auth: 'session',
       headers: [],
-      held: () => {
-        throw new Error('held() broke')
+      inMemory: () => {
+        throw new Error('inMemory() broke')
       },
     })
     const res = await viaLane(FAILING_PATH, { cookie })
     expect(res).toMatchObject({ status: 200, laned: false, text: 'from Fastify' })
     const failure = log.lines().find((line) => line.msg === 'warm-read lane failed')
-    expect(failure).toMatchObject({ level: 50, url: FAILING_PATH, err: { message: 'held() broke' } })
+    expect(failure).toMatchObject({ level: 50, url: FAILING_PATH, err: { message: 'inMemory() broke' } })
   })
 })
 

@@ -9,7 +9,7 @@ import { authRefusal, type ThrottleRule } from './guards.ts'
 
 /**
  * A read this process can answer from memory: a signed-in route with no path parameters whose
- * answer, when held, is the same for every request of the same user without a query.
+ * answer, when in memory, is the same for every request of the same user without a query.
  */
 export interface WarmRead {
   /** The route's exact path; the same path with anything after it (a query, a slash) goes the usual way. */
@@ -19,7 +19,7 @@ export interface WarmRead {
   /** The route's own headers on such an answer, before X-Request-Id. */
   headers: HeaderPairs
   /** The answer's JSON text when this process holds it for this user, else undefined (nothing is loaded). */
-  held(user: UserRow): string | undefined
+  inMemory(user: UserRow): string | undefined
 }
 
 declare module 'fastify' {
@@ -54,7 +54,7 @@ export const warmReadServerFactory: FastifyServerFactory = (handler, options: Fa
 
 /**
  * The warm-read lane: a signed-in GET of a registered path that this process can answer from memory
- * (session, user, throttle count and answer all held here) is answered before Fastify's request
+ * (session, user, throttle count and answer all in memory here) is answered before Fastify's request
  * lifecycle, with the very status, headers and body that lifecycle would give it, and the same
  * access-log line and metrics. Any other request, and any step that would need I/O, a refusal or
  * a look at anything else, goes to Fastify untouched: nothing is counted for it here.
@@ -94,9 +94,9 @@ async function warmReadsPlugin(app: FastifyInstance, { config }: { config: Confi
     const { headers } = req
     if (headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined) return false
     const started = performance.now()
-    const signedIn = app.sessionControl.heldSignedIn(headers.cookie)
+    const signedIn = app.sessionControl.signedInFromMemory(headers.cookie)
     if (signedIn === undefined || authRefusal(read.auth, signedIn.user)) return false
-    const body = read.held(signedIn.user)
+    const body = read.inMemory(signedIn.user)
     if (body === undefined) return false
     const ip = clientIp(req)
     // Last, as it counts: past the limit nothing stays counted and Fastify answers the 429.

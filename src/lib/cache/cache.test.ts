@@ -338,50 +338,50 @@ describe('cache: memory driver', () => {
     for (let i = 39; i >= 0; i--) expect(await hit(i)).toBe(false)
   })
 
-  it('heldJson answers an entry held in memory at once, counted as a hit, and nothing while it loads or after it is dropped', async () => {
+  it('jsonInMemory answers an entry held in memory at once, counted as a hit, and nothing while it loads or after it is dropped', async () => {
     const clock = createTestClock()
     const reads: boolean[] = []
     const driver = createMemoryCacheDriver({ maxBytes: 1024 * 1024, clock })
     const cache = createCache(driver, { onRead: (hit) => reads.push(hit) })
     opened.push({ cache, driver })
     const options = { ttlSeconds: 60, tags: ['markets'] }
-    expect(cache.heldJson('k')).toBeUndefined()
+    expect(cache.jsonInMemory('k')).toBeUndefined()
     const fn = loader('{"a":1}')
     const release = fn.hold()
     const loading = cache.rememberJson('k', options, fn)
     // A load under way is joined through rememberJson, never overtaken.
-    expect(cache.heldJson('k')).toBeUndefined()
+    expect(cache.jsonInMemory('k')).toBeUndefined()
     release()
     await loading
-    expect(cache.heldJson('k')).toBe('{"a":1}')
+    expect(cache.jsonInMemory('k')).toBe('{"a":1}')
     expect(reads).toEqual([false, true])
     clock.advance(61_000)
-    expect(cache.heldJson('k')).toBeUndefined()
+    expect(cache.jsonInMemory('k')).toBeUndefined()
     await cache.rememberJson('k', options, fn)
     await cache.invalidateTags(['markets'])
-    expect(cache.heldJson('k')).toBeUndefined()
+    expect(cache.jsonInMemory('k')).toBeUndefined()
     expect(fn.calls).toBe(2)
   })
 
-  it('heldJson never answers an entry past its TTL, nor one due for a refresh until that refresh runs', async () => {
+  it('jsonInMemory never answers an entry past its TTL, nor one due for a refresh until that refresh runs', async () => {
     const clock = createTestClock()
     const cache = open(createMemoryCacheDriver({ maxBytes: 1024 * 1024, clock }))
     const options = { ttlSeconds: 60, staleSeconds: 600, refreshAheadSeconds: 10 }
     await cache.rememberJson('k', options, loader('"old"'))
-    expect(cache.heldJson('k', options)).toBe('"old"')
+    expect(cache.jsonInMemory('k', options)).toBe('"old"')
     clock.advance(51_000)
     // Due for a refresh: rememberJson answers it and starts the refresh, then the lane answers again.
-    expect(cache.heldJson('k', options)).toBeUndefined()
+    expect(cache.jsonInMemory('k', options)).toBeUndefined()
     const next = loader('"new"')
     const release = next.hold()
     expect(await cache.rememberJson('k', options, next)).toEqual({ value: '"old"', hit: true })
-    expect(cache.heldJson('k', options)).toBe('"old"')
+    expect(cache.jsonInMemory('k', options)).toBe('"old"')
     release()
     await sleep(5)
-    expect(cache.heldJson('k', options)).toBe('"new"')
+    expect(cache.jsonInMemory('k', options)).toBe('"new"')
     // Past its TTL, kept for grace: only rememberJson may answer it, and only if the load fails.
     clock.advance(61_000)
-    expect(cache.heldJson('k', options)).toBeUndefined()
+    expect(cache.jsonInMemory('k', options)).toBeUndefined()
   })
 
   it('does not store an entry larger than the whole bound', async () => {
@@ -433,7 +433,7 @@ if (redisUrl)
       await a.remember('user:1:strategies', { ttlSeconds: 60, tags: ['user:1'] }, fn)
       expect((await b.remember('user:1:strategies', { ttlSeconds: 60, tags: ['user:1'] }, fn)).hit).toBe(true)
       // A shared entry is never answered from one instance's memory: another may drop it any time.
-      expect(a.heldJson('user:1:strategies')).toBeUndefined()
+      expect(a.jsonInMemory('user:1:strategies')).toBeUndefined()
       await b.invalidateTags(['user:1'])
       expect((await a.remember('user:1:strategies', { ttlSeconds: 60, tags: ['user:1'] }, fn)).hit).toBe(
         false,

@@ -91,7 +91,7 @@ export interface Cache {
    * (and no load of the key is under way, nor a refresh due): a warm read answered without a
    * promise. Undefined otherwise, and then rememberJson() is the way.
    */
-  heldJson(key: string, options?: Pick<RememberOptions, 'refreshAheadSeconds'>): string | undefined
+  jsonInMemory(key: string, options?: Pick<RememberOptions, 'refreshAheadSeconds'>): string | undefined
   /** Drops every entry stored under any of these tags, on every instance sharing the driver. */
   invalidateTags(tags: string[]): Promise<void>
   close(): Promise<void>
@@ -295,7 +295,7 @@ export function createCache(driver: CacheDriver, options: CacheOptions = {}): Ca
 
     // A load under way is joined through rememberJson(), never overtaken (as fly() does); a refresh
     // that is due is started there too, so this lane only answers what needs nothing done.
-    heldJson(key, remember = {}) {
+    jsonInMemory(key, remember = {}) {
       if (loads.has(key)) return undefined
       const entry = driver.peek?.(key)
       if (entry === undefined || entry.freshForMs <= 0) return undefined

@@ -51,13 +51,13 @@ export function watchRedisHealth(redis: Redis, health: DependencyHealth): () => 
 export function firstConnection(redis: Redis): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve()
   return new Promise((resolve) => {
-    const settle = () => {
-      redis.off('ready', settle)
-      redis.off('error', settle)
+    const stopWaiting = () => {
+      redis.off('ready', stopWaiting)
+      redis.off('error', stopWaiting)
       resolve()
     }
-    redis.once('ready', settle)
-    redis.once('error', settle)
+    redis.once('ready', stopWaiting)
+    redis.once('error', stopWaiting)
   })
 }
 

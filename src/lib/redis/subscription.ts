@@ -18,17 +18,17 @@ export function subscribeToChannel(
   onError: (error: unknown) => void,
 ): ChannelSubscription {
   const connection = redis.duplicate({ autoResubscribe: false })
-  let settle: () => void = () => {}
+  let markSubscribed: () => void = () => {}
   const subscribed = new Promise<void>((resolve) => {
-    settle = resolve
+    markSubscribed = resolve
   })
   const failed = (error: unknown) => {
     onError(error)
-    settle()
+    markSubscribed()
   }
   connection.on('error', failed)
   connection.on('ready', () => {
-    connection.subscribe(channel).then(() => settle(), failed)
+    connection.subscribe(channel).then(() => markSubscribed(), failed)
   })
   connection.on('message', (on: string, message: string) => {
     if (on === channel) onMessage(message)

@@ -51,10 +51,10 @@ export default async function creditsRoutes(fastify: FastifyInstance, options: C
     },
     async (request) => {
       const { page = 1, per_page: perPage } = request.query
-      // A chosen page size is kept in the page links (Laravel's appends), so they lead to the same pages.
-      const query: Record<string, number> = perPage === undefined ? {} : { per_page: perPage }
       const path = `${config.appUrl}/api/transaction-history`
-      return ledger.history(signedInUser(request).id, page, perPage ?? DEFAULT_PER_PAGE, path, { query })
+      return ledger.history(signedInUser(request).id, page, perPage ?? DEFAULT_PER_PAGE, path, {
+        requestedPerPage: perPage,
+      })
     },
   )
 }

@@ -19,8 +19,8 @@ export function insufficientCredits(field: string, spendable: number): Validatio
 }
 
 export interface HistoryOptions {
-  /** Query values the page links keep (Laravel's `appends`), e.g. a non-default per_page. */
-  query?: Record<string, string | number>
+  /** The page size the request asked for, kept in the page links (paginate's `requestedPerPage`). */
+  requestedPerPage?: number
 }
 
 /**

@@ -72,13 +72,13 @@ export function registerProxyRoutes(
       handler: (request, reply) => handle(proxy, route, status, request, reply),
     })
     if (takesWarmLane(route)) {
-      const held = proxy.heldReader(route, route.upstream({}))
+      const inMemory = proxy.inMemoryReader(route, route.upstream({}))
       app.warmReads.add({
         url: route.url,
         auth: route.auth ?? 'session',
         throttle: app.upstreamReadThrottle,
         headers: WARM_HEADERS,
-        held: (user) => held(user.id),
+        inMemory: (user) => inMemory(user.id),
       })
     }
   }

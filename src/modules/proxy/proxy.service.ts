@@ -188,12 +188,13 @@ export function createProxyService({
      * user, else undefined (nothing is loaded); the same entry `read` would answer. A shared key is
      * made once.
      */
-    heldReader(rule: ProxyRule, path: string): (userId: number) => string | undefined {
+    inMemoryReader(rule: ProxyRule, path: string): (userId: number) => string | undefined {
       const { cache: scope } = rule
       if (scope === 'none') return () => undefined
-      if (scope === 'user') return (userId) => cache.heldJson(cacheKey(scope, path, '', userId), refreshAhead)
+      if (scope === 'user')
+        return (userId) => cache.jsonInMemory(cacheKey(scope, path, '', userId), refreshAhead)
       const key = cacheKey(scope, path, '', 0)
-      return () => cache.heldJson(key, refreshAhead)
+      return () => cache.jsonInMemory(key, refreshAhead)
     },
 
     /**
@@ -203,8 +204,8 @@ export function createProxyService({
     read(rule: ProxyRule, call: ProxyCall): ProxyAnswer | Promise<ProxyAnswer> {
       const query = canonicalQuery(call.query)
       const key = rule.cache === 'none' ? undefined : cacheKey(rule.cache, call.path, query, call.userId)
-      const held = key === undefined ? undefined : cache.heldJson(key, refreshAhead)
-      if (held !== undefined) return { body: held, cache: 'HIT', cacheStatus: CACHE_STATUS_HIT }
+      const inMemory = key === undefined ? undefined : cache.jsonInMemory(key, refreshAhead)
+      if (inMemory !== undefined) return { body: inMemory, cache: 'HIT', cacheStatus: CACHE_STATUS_HIT }
       const load = async () => {
         const res = await upstream.request({
           method: 'GET',

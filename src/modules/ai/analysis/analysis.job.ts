@@ -63,7 +63,7 @@ export function createAnalysisJob(deps: AnalysisJobDeps) {
   const { db, clock, appUrl, events } = deps
 
   /** Runs `change` on the analysis if it is still pending, posting `message` to its group. */
-  async function settle(
+  async function postOutcome(
     analysis: ChatAnalysisRow,
     kind: 'assistant' | 'system',
     body: string,
@@ -136,7 +136,7 @@ export function createAnalysisJob(deps: AnalysisJobDeps) {
         'chat analysis try failed',
       )
       try {
-        if (attempt.last) await settle(analysis, 'system', ANALYSIS_FAILED_TEXT)
+        if (attempt.last) await postOutcome(analysis, 'system', ANALYSIS_FAILED_TEXT)
       } finally {
         await call.end({ status: 'failed', reason: FAILED_REASON, willRetry: !attempt.last })
       }
@@ -144,7 +144,7 @@ export function createAnalysisJob(deps: AnalysisJobDeps) {
     }
     let messageId: number | null = null
     try {
-      messageId = await settle(analysis, 'assistant', text)
+      messageId = await postOutcome(analysis, 'assistant', text)
     } finally {
       // No answer posted (the question was deleted meanwhile, or another run answered first): the
       // call was for nothing, which is an abort, not a completion to announce.

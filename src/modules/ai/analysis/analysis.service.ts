@@ -31,8 +31,7 @@ export function createAnalysisService({ db, appUrl }: { db: Db; appUrl: string }
         repo.countFor(userId),
         entries(userId, perPage, (page - 1) * perPage),
       ])
-      const keep: Record<string, number> = query.per_page === undefined ? {} : { per_page: query.per_page }
-      return paginate({ data, total, page, perPage, path, query: keep })
+      return paginate({ data, total, page, perPage, path, requestedPerPage: query.per_page })
     },
 
     /** The newest `limit` entries (the assistant's `list_analysis` tool). */

@@ -156,9 +156,14 @@ export function createHoldsService({ db, clock, ledger, holdDefault, onChange, o
         repo.countForUser(userId),
         repo.pageForUser(userId, perPage, (page - 1) * perPage),
       ])
-      // A chosen page size is kept in the page links, so following them keeps the same pages.
-      const keep: Record<string, number> = query.per_page === undefined ? {} : { per_page: query.per_page }
-      return paginate({ data: rows.map(presentHold), total, page, perPage, path, query: keep })
+      return paginate({
+        data: rows.map(presentHold),
+        total,
+        page,
+        perPage,
+        path,
+        requestedPerPage: query.per_page,
+      })
     },
   }
 }
