@@ -1,11 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, SPA_ORIGIN, type TestApp } from '../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
+import { SPA_ORIGIN } from '../../test/helpers/build-test-app.ts'
+import { appUnderTest } from '../../test/helpers/under-test.ts'
 
-let t: TestApp
-beforeAll(async () => {
-  t = await buildTestApp({ env: { FRONTEND_URL: `${SPA_ORIGIN}, https://app.example.com/` } })
-})
-afterAll(() => t.close())
+const t = appUnderTest(() => ({ env: { FRONTEND_URL: `${SPA_ORIGIN}, https://app.example.com/` } }))
 
 const preflight = (origin: string) =>
   fetch(`${t.baseUrl}/api/login`, {

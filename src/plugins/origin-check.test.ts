@@ -1,17 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, SPA_ORIGIN, type TestApp } from '../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
+import { SPA_ORIGIN } from '../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../test/helpers/client.ts'
 import { signedInClient, uniqueEmail } from '../../test/helpers/factories.ts'
+import { appUnderTest } from '../../test/helpers/under-test.ts'
 
 const APP_URL = 'http://api.trading.test'
 const FOREIGN = 'http://evil.trading.test'
 const refused = { message: 'Origin mismatch.' }
 
-let t: TestApp
-beforeAll(async () => {
-  t = await buildTestApp({ env: { APP_URL } })
-})
-afterAll(() => t?.close())
+const t = appUnderTest(() => ({ env: { APP_URL } }))
 
 /** A signed-in client whose next requests claim to come from `origin` (or none), its cookies and XSRF echo intact. */
 async function victim() {

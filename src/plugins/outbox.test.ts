@@ -1,17 +1,17 @@
 import { randomBytes } from 'node:crypto'
 import { asc, inArray, sql } from 'drizzle-orm'
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { afterAll, describe, expect, it, vi } from 'vitest'
 import { buildTestApp, type TestApp } from '../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../test/helpers/client.ts'
 import { minutes } from '../../test/helpers/clock.ts'
 import { createUser } from '../../test/helpers/factories.ts'
-import { SmtpSink } from '../../test/helpers/smtp-sink.ts'
 import {
   createServerDatabase,
   openTestDatabase,
   type ServerDatabase,
   sharedDatabase,
 } from '../../test/helpers/test-database.ts'
+import { appUnderTest, mailSinkUnderTest } from '../../test/helpers/under-test.ts'
 import { type Database, type Db, openDatabase } from '../db/client.ts'
 import { outbox } from '../db/schema/index.ts'
 import { systemClock } from '../lib/clock.ts'
@@ -20,16 +20,8 @@ import { createOutboxWorker, type OutboxHandler } from '../lib/outbox/outbox.wor
 
 const seconds = (n: number) => n * 1000
 
-let sink: SmtpSink
-let t: TestApp
-beforeAll(async () => {
-  sink = await new SmtpSink().start()
-  t = await buildTestApp({ env: { MAIL_URL: sink.url } })
-})
-afterAll(async () => {
-  await t.close()
-  await sink.stop()
-})
+const sink = mailSinkUnderTest()
+const t = appUnderTest(() => ({ env: { MAIL_URL: sink.url } }))
 
 /** The outbox rows of mails to `addresses`, oldest first. */
 const rowsTo = (db: Db, addresses: string[]) =>

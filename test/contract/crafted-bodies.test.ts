@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../helpers/build-test-app.ts'
+import { beforeEach, describe, expect, it } from 'vitest'
 import { TestClient } from '../helpers/client.ts'
 import { createUser } from '../helpers/factories.ts'
+import { appUnderTest } from '../helpers/under-test.ts'
 
 /**
  * Throttle keys are built before validation, from the body as sent: a value that is not a string
@@ -9,11 +9,7 @@ import { createUser } from '../helpers/factories.ts'
  * gives it, never a 500 where the key is built.
  */
 
-let t: TestApp
-beforeAll(async () => {
-  t = await buildTestApp()
-})
-afterAll(() => t?.close())
+const t = appUnderTest()
 // Each test starts with fresh throttle windows.
 beforeEach(() => t.clock.advance(3_600_000))
 

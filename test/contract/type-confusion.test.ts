@@ -1,20 +1,16 @@
 import { count } from 'drizzle-orm'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { aiCalls, outbox, users } from '../../src/db/schema/index.ts'
-import { buildTestApp, type TestApp } from '../helpers/build-test-app.ts'
 import { TestClient } from '../helpers/client.ts'
 import { signedInClient, uniqueEmail } from '../helpers/factories.ts'
+import { appUnderTest } from '../helpers/under-test.ts'
 
 /**
  * JSON values of the wrong type are refused before anything happens: a route never sees an array's
  * first item as the string it wanted, nor a number made into one. The bad-input walker sends such a
  * variant of every field of every operation; these are the cases a review found reaching handlers.
  */
-let t: TestApp
-beforeAll(async () => {
-  t = await buildTestApp()
-})
-afterAll(() => t?.close())
+const t = appUnderTest()
 
 const rows = async (table: typeof outbox | typeof aiCalls | typeof users) =>
   (await t.database.db.select({ n: count() }).from(table))[0]?.n ?? 0

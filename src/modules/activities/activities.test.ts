@@ -1,14 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
 import { TestClient } from '../../../test/helpers/client.ts'
 import { grantCredits, signedInClient } from '../../../test/helpers/factories.ts'
+import { appUnderTest } from '../../../test/helpers/under-test.ts'
 import type { Activity } from './activities.schemas.ts'
 
-let t: TestApp
-beforeAll(async () => {
-  t = await buildTestApp()
-})
-afterAll(() => t.close())
+const t = appUnderTest()
 
 const DATE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
 const fieldError = (field: string, message: string) => ({ message, errors: { [field]: [message] } })

@@ -1,17 +1,14 @@
 import { hashSync } from '@node-rs/bcrypt'
 import { eq } from 'drizzle-orm'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
+import { buildTestApp } from '../../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../../test/helpers/client.ts'
 import { minutes } from '../../../test/helpers/clock.ts'
 import { createUser, signedInClient, uniqueEmail } from '../../../test/helpers/factories.ts'
+import { appUnderTest } from '../../../test/helpers/under-test.ts'
 import { users } from '../../db/schema/index.ts'
 
-let t: TestApp
-beforeAll(async () => {
-  t = await buildTestApp()
-})
-afterAll(() => t.close())
+const t = appUnderTest()
 
 const userKeys = [
   'available_credits',

@@ -1,23 +1,15 @@
 import { randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
+import { buildTestApp } from '../../../test/helpers/build-test-app.ts'
 import { type ClientResponse, TestClient } from '../../../test/helpers/client.ts'
 import { createUser, uniqueEmail } from '../../../test/helpers/factories.ts'
-import { SmtpSink } from '../../../test/helpers/smtp-sink.ts'
+import { appUnderTest, mailSinkUnderTest } from '../../../test/helpers/under-test.ts'
 
 // Issue 25 item 10: the login limits' gaps (rotating addresses, one IPv6 /64 as millions of addresses).
-let t: TestApp
-let sink: SmtpSink
-beforeAll(async () => {
-  sink = await new SmtpSink().start()
-  t = await buildTestApp({ env: { MAIL_URL: sink.url, TRUSTED_PROXIES: '127.0.0.1' } })
-})
-afterAll(async () => {
-  await t?.close()
-  await sink?.stop()
-})
+const sink = mailSinkUnderTest()
+const t = appUnderTest(() => ({ env: { MAIL_URL: sink.url, TRUSTED_PROXIES: '127.0.0.1' } }))
 
 const loginFrom = (from: string, body: { email: string; password: string }, app = t) =>
   new TestClient(app.baseUrl).post('/api/login', body, { headers: { 'x-forwarded-for': from } })

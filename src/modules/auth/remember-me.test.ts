@@ -1,29 +1,21 @@
 import { createHash } from 'node:crypto'
 import { eq } from 'drizzle-orm'
 import { Secret, TOTP } from 'otpauth'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
+import { buildTestApp } from '../../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../../test/helpers/client.ts'
 import { minutes } from '../../../test/helpers/clock.ts'
 import { createUser, signedInClient } from '../../../test/helpers/factories.ts'
 import { resetPasswordByMail } from '../../../test/helpers/password-reset.ts'
-import { SmtpSink } from '../../../test/helpers/smtp-sink.ts'
+import { appUnderTest, mailSinkUnderTest } from '../../../test/helpers/under-test.ts'
 import { rememberTokens, sessions } from '../../db/schema/index.ts'
 
 // Past the idle lifetime (120 minutes): the session is over, only "remember me" brings the user back.
 const IDLE = minutes(121)
 const REMEMBER_MAX_AGE = 576_000 * 60
 
-let sink: SmtpSink
-let t: TestApp
-beforeAll(async () => {
-  sink = await new SmtpSink().start()
-  t = await buildTestApp({ env: { MAIL_URL: sink.url } })
-})
-afterAll(async () => {
-  await t?.close()
-  await sink?.stop()
-})
+const sink = mailSinkUnderTest()
+const t = appUnderTest(() => ({ env: { MAIL_URL: sink.url } }))
 
 const sha256 = (value: string) => createHash('sha256').update(value).digest('hex')
 

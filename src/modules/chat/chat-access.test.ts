@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
 import { createGroup, joinGroup, postMessage } from '../../../test/helpers/chat.ts'
 import { type ClientResponse, TestClient } from '../../../test/helpers/client.ts'
 import { signedInClient, uniqueEmail } from '../../../test/helpers/factories.ts'
-import { SmtpSink } from '../../../test/helpers/smtp-sink.ts'
+import { appUnderTest, mailSinkUnderTest } from '../../../test/helpers/under-test.ts'
 import type { UserRow } from '../../db/schema/index.ts'
 
 /**
@@ -16,16 +15,8 @@ import type { UserRow } from '../../db/schema/index.ts'
  * and no answer to a non-member of a public group may hold its messages.
  */
 
-let sink: SmtpSink
-let t: TestApp
-beforeAll(async () => {
-  sink = await new SmtpSink().start()
-  t = await buildTestApp({ env: { MAIL_URL: sink.url } })
-})
-afterAll(async () => {
-  await t?.close()
-  await sink?.stop()
-})
+const sink = mailSinkUnderTest()
+const t = appUnderTest(() => ({ env: { MAIL_URL: sink.url } }))
 
 // A 1x1 PNG: its signature, the IHDR chunk, one IDAT chunk, IEND.
 const PNG = Buffer.from(

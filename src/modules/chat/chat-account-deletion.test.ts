@@ -1,20 +1,16 @@
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
 import { createGroup, joinGroup, postMessage, recordEvents } from '../../../test/helpers/chat.ts'
 import { signedInClient } from '../../../test/helpers/factories.ts'
+import { appUnderTest } from '../../../test/helpers/under-test.ts'
 
 /**
  * Deleting an account (by its owner or by an admin) keeps the conversations readable: the person
  * leaves every group, their messages stay with no author, a group they owned passes to its
  * longest-standing member, and one nobody else was in is deleted with its files.
  */
-let t: TestApp
-beforeAll(async () => {
-  t = await buildTestApp()
-})
-afterAll(() => t?.close())
+const t = appUnderTest()
 
 const PNG = Buffer.concat([Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex'), Buffer.alloc(32, 1)])
 const attachmentFiles = () => {

@@ -1,17 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
 import { TestClient } from '../../../test/helpers/client.ts'
 import { grantCredits, signedInClient } from '../../../test/helpers/factories.ts'
+import { appUnderTest } from '../../../test/helpers/under-test.ts'
 import { ValidationError } from '../../lib/errors.ts'
 import { laravelDate } from '../../lib/laravel.ts'
 import { loadBillingCatalog } from '../billing/billing.catalog.ts'
 import { createLedgerService } from './ledger.service.ts'
 
-let t: TestApp
-beforeAll(async () => {
-  t = await buildTestApp()
-})
-afterAll(() => t.close())
+const t = appUnderTest()
 
 const credits = (available: number, held: number, automation: number) => ({
   available_credits: available,

@@ -1,12 +1,13 @@
 import { createHash, createHmac } from 'node:crypto'
 import { eq } from 'drizzle-orm'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, TEST_APP_KEY, type TestApp } from '../../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
+import { buildTestApp, TEST_APP_KEY } from '../../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../../test/helpers/client.ts'
 import { minutes } from '../../../test/helpers/clock.ts'
 import { createUser, signedInClient, uniqueEmail } from '../../../test/helpers/factories.ts'
-import { type ReceivedMail, SmtpSink } from '../../../test/helpers/smtp-sink.ts'
+import type { ReceivedMail } from '../../../test/helpers/smtp-sink.ts'
 import { sharedDatabase } from '../../../test/helpers/test-database.ts'
+import { appUnderTest, mailSinkUnderTest } from '../../../test/helpers/under-test.ts'
 import { users } from '../../db/schema/index.ts'
 import { signUrl } from '../../lib/signed-url.ts'
 
@@ -15,16 +16,8 @@ const APP_URL = 'https://api.trading.test'
 const laravelDate = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
 const sha1 = (value: string) => createHash('sha1').update(value).digest('hex')
 
-let sink: SmtpSink
-let t: TestApp
-beforeAll(async () => {
-  sink = await new SmtpSink().start()
-  t = await buildTestApp({ env: { MAIL_URL: sink.url, APP_URL } })
-})
-afterAll(async () => {
-  await t.close()
-  await sink.stop()
-})
+const sink = mailSinkUnderTest()
+const t = appUnderTest(() => ({ env: { MAIL_URL: sink.url, APP_URL } }))
 
 /** The verification link in a mail, checked to appear in both the text and the HTML part. */
 function linkIn(mail: ReceivedMail, appUrl = APP_URL): URL {

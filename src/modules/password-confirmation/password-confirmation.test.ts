@@ -8,14 +8,11 @@ import { TestClient } from '../../../test/helpers/client.ts'
 import { minutes } from '../../../test/helpers/clock.ts'
 import { confirmPassword, signedInClient, uniqueEmail } from '../../../test/helpers/factories.ts'
 import { sharedDatabase } from '../../../test/helpers/test-database.ts'
+import { appUnderTest } from '../../../test/helpers/under-test.ts'
 import { ConfigError } from '../../config.ts'
 import { users } from '../../db/schema/index.ts'
 
-let t: TestApp
-beforeAll(async () => {
-  t = await buildTestApp()
-})
-afterAll(() => t?.close())
+const t = appUnderTest()
 
 const REQUIRED = { message: 'Password confirmation required.' }
 const status = (client: TestClient) => client.get('/api/user/confirmed-password-status')

@@ -3,13 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../../test/helpers/client.ts'
 import { createUser, signedInClient } from '../../../test/helpers/factories.ts'
+import { appUnderTest } from '../../../test/helpers/under-test.ts'
 import { sessions, type UserRow, userData, users } from '../../db/schema/index.ts'
 
-let t: TestApp
-beforeAll(async () => {
-  t = await buildTestApp()
-})
-afterAll(() => t?.close())
+const t = appUnderTest()
 
 const me = (client: TestClient) => client.get('/api/user')
 const userRow = async (id: number) => (await t.database.db.select().from(users).where(eq(users.id, id)))[0]

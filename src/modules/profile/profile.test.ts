@@ -1,25 +1,17 @@
 import { eq } from 'drizzle-orm'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
 import { TestClient } from '../../../test/helpers/client.ts'
 import { minutes } from '../../../test/helpers/clock.ts'
 import { confirmPassword, createUser, signedInClient, uniqueEmail } from '../../../test/helpers/factories.ts'
-import { type ReceivedMail, SmtpSink } from '../../../test/helpers/smtp-sink.ts'
+import type { ReceivedMail } from '../../../test/helpers/smtp-sink.ts'
+import { appUnderTest, mailSinkUnderTest } from '../../../test/helpers/under-test.ts'
 import { outbox, users } from '../../db/schema/index.ts'
 
 const APP_URL = 'https://api.trading.test'
 const laravelDate = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
 
-let sink: SmtpSink
-let t: TestApp
-beforeAll(async () => {
-  sink = await new SmtpSink().start()
-  t = await buildTestApp({ env: { MAIL_URL: sink.url, APP_URL } })
-})
-afterAll(async () => {
-  await t.close()
-  await sink.stop()
-})
+const sink = mailSinkUnderTest()
+const t = appUnderTest(() => ({ env: { MAIL_URL: sink.url, APP_URL } }))
 
 const me = (client: TestClient) => client.get('/api/user')
 const userRow = async (id: number) => (await t.database.db.select().from(users).where(eq(users.id, id)))[0]

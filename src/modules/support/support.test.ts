@@ -1,25 +1,18 @@
 import { randomBytes } from 'node:crypto'
 import { eq } from 'drizzle-orm'
 import { Redis } from 'ioredis'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { beforeEach, describe, expect, it } from 'vitest'
 import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../../test/helpers/client.ts'
 import { signedInClient, uniqueEmail } from '../../../test/helpers/factories.ts'
-import { type ReceivedMail, SmtpSink } from '../../../test/helpers/smtp-sink.ts'
+import type { ReceivedMail } from '../../../test/helpers/smtp-sink.ts'
+import { appUnderTest, mailSinkUnderTest } from '../../../test/helpers/under-test.ts'
 import { supportTickets } from '../../db/schema/index.ts'
 
 const DESK = 'desk@example.com'
 
-let t: TestApp
-let sink: SmtpSink
-beforeAll(async () => {
-  sink = await new SmtpSink().start()
-  t = await buildTestApp({ env: { MAIL_URL: sink.url, SUPPORT_EMAIL: DESK } })
-})
-afterAll(async () => {
-  await t?.close()
-  await sink?.stop()
-})
+const sink = mailSinkUnderTest()
+const t = appUnderTest(() => ({ env: { MAIL_URL: sink.url, SUPPORT_EMAIL: DESK } }))
 
 const tag = () => randomBytes(4).toString('hex')
 const ticketsFrom = (email: string) =>

@@ -1,23 +1,15 @@
 import { eq } from 'drizzle-orm'
 import { Secret, TOTP } from 'otpauth'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, TEST_APP_KEY, type TestApp } from '../../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
+import { TEST_APP_KEY } from '../../../test/helpers/build-test-app.ts'
 import { type ClientResponse, TestClient } from '../../../test/helpers/client.ts'
 import { createUser } from '../../../test/helpers/factories.ts'
-import { SmtpSink } from '../../../test/helpers/smtp-sink.ts'
+import { appUnderTest, mailSinkUnderTest } from '../../../test/helpers/under-test.ts'
 import { users } from '../../db/schema/index.ts'
 import { encryptSecret } from '../../lib/encryption.ts'
 
-let t: TestApp
-let sink: SmtpSink
-beforeAll(async () => {
-  sink = await new SmtpSink().start()
-  t = await buildTestApp({ env: { MAIL_URL: sink.url } })
-})
-afterAll(async () => {
-  await t?.close()
-  await sink?.stop()
-})
+const sink = mailSinkUnderTest()
+const t = appUnderTest(() => ({ env: { MAIL_URL: sink.url } }))
 
 const LOCKED_SUBJECT = 'Two-factor sign-in locked'
 

@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto'
 import { hashSync } from '@node-rs/bcrypt'
 import { eq } from 'drizzle-orm'
 import { Secret, TOTP } from 'otpauth'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, TEST_APP_KEY, type TestApp } from '../../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
+import { TEST_APP_KEY } from '../../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../../test/helpers/client.ts'
 import { minutes } from '../../../test/helpers/clock.ts'
 import {
@@ -12,14 +12,11 @@ import {
   signedInClient,
   type UserOverrides,
 } from '../../../test/helpers/factories.ts'
+import { appUnderTest } from '../../../test/helpers/under-test.ts'
 import { passwordResetTokens, type UserRow, users } from '../../db/schema/index.ts'
 import { decryptSecret, encryptSecret } from '../../lib/encryption.ts'
 
-let t: TestApp
-beforeAll(async () => {
-  t = await buildTestApp()
-})
-afterAll(() => t.close())
+const t = appUnderTest()
 
 const STEP_MS = 30_000
 const invalidCode = { message: 'The provided two factor authentication code was invalid.' }

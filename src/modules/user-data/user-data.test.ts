@@ -1,14 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
 import { TestClient } from '../../../test/helpers/client.ts'
 import { sessionCsrfToken } from '../../../test/helpers/csrf.ts'
 import { signedInClient } from '../../../test/helpers/factories.ts'
+import { appUnderTest } from '../../../test/helpers/under-test.ts'
 
-let t: TestApp
-beforeAll(async () => {
-  t = await buildTestApp()
-})
-afterAll(() => t.close())
+const t = appUnderTest()
 
 const kinds = ['onboarding', 'preferences', 'settings'] as const
 const notAnObject = {

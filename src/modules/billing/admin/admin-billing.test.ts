@@ -1,16 +1,12 @@
 import { and, eq } from 'drizzle-orm'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
 import { createUser, grantCredits, signedInClient } from '../../../../test/helpers/factories.ts'
+import { appUnderTest } from '../../../../test/helpers/under-test.ts'
 import { creditTransactions } from '../../../db/schema/index.ts'
 import { systemClock } from '../../../lib/clock.ts'
 import { createLedgerService } from '../../credits/ledger.service.ts'
 
-let t: TestApp
-beforeAll(async () => {
-  t = await buildTestApp()
-})
-afterAll(() => t.close())
+const t = appUnderTest()
 
 const billingPath = (userId: number) => `/api/admin/users/${userId}/billing`
 const fieldError = (field: string, message: string) => ({ message, errors: { [field]: [message] } })

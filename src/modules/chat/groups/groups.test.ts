@@ -1,16 +1,12 @@
 import { and, eq, gt } from 'drizzle-orm'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
 import { createGroup, joinGroup, postMessage, recordEvents } from '../../../../test/helpers/chat.ts'
 import type { TestClient } from '../../../../test/helpers/client.ts'
 import { signedInClient } from '../../../../test/helpers/factories.ts'
+import { appUnderTest } from '../../../../test/helpers/under-test.ts'
 import { chatGroupMembers, chatMessages } from '../../../db/schema/index.ts'
 
-let t: TestApp
-beforeAll(async () => {
-  t = await buildTestApp()
-})
-afterAll(() => t?.close())
+const t = appUnderTest()
 
 const DATE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
 

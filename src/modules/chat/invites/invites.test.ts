@@ -1,24 +1,16 @@
 import { createHash } from 'node:crypto'
 import { eq } from 'drizzle-orm'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
 import { createGroup, joinGroup } from '../../../../test/helpers/chat.ts'
 import { TestClient } from '../../../../test/helpers/client.ts'
 import { minutes } from '../../../../test/helpers/clock.ts'
 import { signedInClient, uniqueEmail } from '../../../../test/helpers/factories.ts'
-import { type ReceivedMail, SmtpSink } from '../../../../test/helpers/smtp-sink.ts'
+import type { ReceivedMail } from '../../../../test/helpers/smtp-sink.ts'
+import { appUnderTest, mailSinkUnderTest } from '../../../../test/helpers/under-test.ts'
 import { chatInvites } from '../../../db/schema/chat.ts'
 
-let t: TestApp
-let sink: SmtpSink
-beforeAll(async () => {
-  sink = await new SmtpSink().start()
-  t = await buildTestApp({ env: { MAIL_URL: sink.url } })
-})
-afterAll(async () => {
-  await t?.close()
-  await sink?.stop()
-})
+const sink = mailSinkUnderTest()
+const t = appUnderTest(() => ({ env: { MAIL_URL: sink.url } }))
 
 const DATE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
 const DAY = 86_400_000

@@ -1,14 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
 import { createGroup, joinGroup, recordEvents } from '../../../../test/helpers/chat.ts'
 import { TestClient } from '../../../../test/helpers/client.ts'
 import { signedInClient } from '../../../../test/helpers/factories.ts'
+import { appUnderTest } from '../../../../test/helpers/under-test.ts'
 
-let t: TestApp
-beforeAll(async () => {
-  t = await buildTestApp()
-})
-afterAll(() => t?.close())
+const t = appUnderTest()
 
 const DATE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
 const notFound = (id: number) => ({ message: `No query results for model [App\\Models\\JoinRequest] ${id}` })

@@ -1,18 +1,14 @@
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { eq } from 'drizzle-orm'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
 import { createGroup, joinGroup, postMessage, recordEvents } from '../../../../test/helpers/chat.ts'
 import type { TestClient } from '../../../../test/helpers/client.ts'
 import { signedInClient } from '../../../../test/helpers/factories.ts'
+import { appUnderTest } from '../../../../test/helpers/under-test.ts'
 import { chatMessageAttachments } from '../../../db/schema/index.ts'
 
-let t: TestApp
-beforeAll(async () => {
-  t = await buildTestApp()
-})
-afterAll(() => t?.close())
+const t = appUnderTest()
 
 // The smallest inputs each signature check accepts: PNG (signature + IHDR), PDF, and a Windows executable.
 const PNG = Buffer.concat([Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex'), Buffer.alloc(64, 1)])

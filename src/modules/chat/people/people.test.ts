@@ -1,13 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
 import { createGroup, joinGroup } from '../../../../test/helpers/chat.ts'
 import { signedInClient } from '../../../../test/helpers/factories.ts'
+import { appUnderTest } from '../../../../test/helpers/under-test.ts'
 
-let t: TestApp
-beforeAll(async () => {
-  t = await buildTestApp()
-})
-afterAll(() => t?.close())
+const t = appUnderTest()
 
 describe('GET /api/user/{user} and /api/user/{user}/status', () => {
   it('shows fellow members (never an email) and hides everyone else behind a 404', async () => {

@@ -1,17 +1,14 @@
 import { and, asc, eq } from 'drizzle-orm'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
+import { buildTestApp } from '../../../../test/helpers/build-test-app.ts'
 import type { TestClient } from '../../../../test/helpers/client.ts'
 import { TestClient as Client } from '../../../../test/helpers/client.ts'
 import { grantCredits, signedInClient } from '../../../../test/helpers/factories.ts'
+import { appUnderTest } from '../../../../test/helpers/under-test.ts'
 import { creditHolds, creditTransactions } from '../../../db/schema/index.ts'
 import { laravelDate } from '../../../lib/laravel.ts'
 
-let t: TestApp
-beforeAll(async () => {
-  t = await buildTestApp()
-})
-afterAll(() => t.close())
+const t = appUnderTest()
 
 /** A signed-in user holding `credits` in the ledger. */
 async function userWith(credits: number | string) {

@@ -1,17 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { buildTestApp, type TestApp } from '../../../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../../../test/helpers/client.ts'
 import { minutes } from '../../../../test/helpers/clock.ts'
 import { createUser, signedInClient } from '../../../../test/helpers/factories.ts'
+import { appUnderTest } from '../../../../test/helpers/under-test.ts'
 
 const laravelDate = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
 const DAY = 24 * 60 * 60_000
 
-let t: TestApp
-beforeAll(async () => {
-  t = await buildTestApp()
-})
-afterAll(() => t?.close())
+const t = appUnderTest()
 
 /** Signs `email` in on a new client sending `userAgent`, as another browser would. */
 async function signIn(

@@ -1,9 +1,9 @@
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
 import type { TestClient } from '../../../../test/helpers/client.ts'
 import { signedInClient } from '../../../../test/helpers/factories.ts'
+import { appUnderTest } from '../../../../test/helpers/under-test.ts'
 
 const APP_URL = 'https://api.trading.test'
 const PHOTO_URL =
@@ -22,11 +22,7 @@ const JPEG = Buffer.concat([
   Buffer.from([0xff, 0xd9]),
 ])
 
-let t: TestApp
-beforeAll(async () => {
-  t = await buildTestApp({ env: { APP_URL } })
-})
-afterAll(() => t?.close())
+const t = appUnderTest(() => ({ env: { APP_URL } }))
 
 const photoDir = () => join(t.config.dataDir, 'profile-photos')
 const storedFiles = () => (existsSync(photoDir()) ? readdirSync(photoDir()).sort() : [])
