@@ -44,4 +44,31 @@ describe('dependency health', () => {
       database: { up: false, since: '2026-11-27T00:00:01.000Z', error: 'timeout' },
     })
   })
+
+  it('while a dependency is down, probes it until a ping answers, which marks it up; not while it is up', async () => {
+    const health = createDependencyHealth(['database'], recordingLog())
+    let pings = 0
+    let answers = false
+    const stop = health.probeWhileDown(
+      'database',
+      async () => {
+        pings += 1
+        if (!answers) throw new Error('still down')
+      },
+      10,
+    )
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(pings).toBe(0)
+    health.failed('database', new Error('gone'))
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(pings).toBeGreaterThan(0)
+    expect(health.isUp('database')).toBe(false)
+    answers = true
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(health.isUp('database')).toBe(true)
+    const afterReturn = pings
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(pings).toBe(afterReturn)
+    stop()
+  })
 })

@@ -25,6 +25,11 @@ export interface DependencyHealth {
   states(): Partial<Record<Dependency, DependencyState>>
   /** Called after each change of a dependency's state; answers a function that stops it. */
   onChange(listener: (dependency: Dependency, up: boolean) => void): () => void
+  /**
+   * While `dependency` is down, calls `ping` every `everyMs` until one resolves, which marks it up:
+   * its return is noticed (and logged) without waiting for a use. Answers a function that stops it.
+   */
+  probeWhileDown(dependency: Dependency, ping: () => Promise<unknown>, everyMs: number): () => void
 }
 
 interface HealthLog {
@@ -91,6 +96,29 @@ export function createDependencyHealth(
     onChange(listener) {
       listeners.add(listener)
       return () => void listeners.delete(listener)
+    },
+    probeWhileDown(dependency, ping, everyMs) {
+      let probe: NodeJS.Timeout | undefined
+      const stopProbing = () => {
+        clearInterval(probe)
+        probe = undefined
+      }
+      const stopFollowing = this.onChange((changed, up) => {
+        if (changed !== dependency) return
+        stopProbing()
+        if (up) return
+        probe = setInterval(() => {
+          ping().then(
+            () => this.succeeded(dependency),
+            () => {},
+          )
+        }, everyMs)
+        probe.unref()
+      })
+      return () => {
+        stopFollowing()
+        stopProbing()
+      }
     },
   }
 }

@@ -29,24 +29,7 @@ export const DATABASE_PROBE_EVERY_MS = 1_000
  * answers, which marks it available again (one log line, dependency_up back to 1).
  */
 function watchForReturn(app: FastifyInstance, database: Database) {
-  let probing: NodeJS.Timeout | undefined
-  const stop = () => {
-    clearInterval(probing)
-    probing = undefined
-  }
-  app.dependencyHealth.onChange((dependency, up) => {
-    if (dependency !== 'database' || up || probing) return
-    probing = setInterval(() => {
-      database.ping().then(
-        () => {
-          stop()
-          app.dependencyHealth.succeeded('database')
-        },
-        () => {},
-      )
-    }, DATABASE_PROBE_EVERY_MS)
-    probing.unref()
-  })
+  const stop = app.dependencyHealth.probeWhileDown('database', () => database.ping(), DATABASE_PROBE_EVERY_MS)
   app.addHook('onClose', async () => stop())
 }
 

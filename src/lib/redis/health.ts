@@ -23,28 +23,12 @@ export function isRedisOutage(error: unknown): boolean {
 export function watchRedisHealth(redis: Redis, health: DependencyHealth): () => void {
   redis.on('error', (error: unknown) => health.failed('redis', error))
   redis.on('ready', () => health.succeeded('redis'))
-  let probe: NodeJS.Timeout | undefined
-  const stopProbing = () => {
-    clearInterval(probe)
-    probe = undefined
-  }
-  const stopFollowing = health.onChange((dependency, up) => {
-    if (dependency !== 'redis') return
-    stopProbing()
-    if (up) return
-    probe = setInterval(() => {
-      if (redis.status !== 'ready') return
-      redis.ping().then(
-        () => health.succeeded('redis'),
-        () => {},
-      )
-    }, PROBE_EVERY_MS)
-    probe.unref()
-  })
-  return () => {
-    stopFollowing()
-    stopProbing()
-  }
+  // Not while reconnecting: its `ready` says so itself.
+  return health.probeWhileDown(
+    'redis',
+    () => (redis.status === 'ready' ? redis.ping() : Promise.reject(new Error('not connected'))),
+    PROBE_EVERY_MS,
+  )
 }
 
 /** Resolves once the client is ready, or has failed once (it keeps reconnecting by itself). */
