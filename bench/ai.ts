@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { sql } from 'drizzle-orm'
 import { Pool } from 'undici'
 import { systemClock } from '../src/lib/clock.ts'
+import { createEventBus } from '../src/lib/events.ts'
 import { createUsersService } from '../src/modules/users/users.service.ts'
 import { FakeModel, type ModelRequest, type ModelScript } from '../test/helpers/fake-model.ts'
 import { forkFleet, serveFleet } from './child-fleet.ts'
@@ -603,7 +604,11 @@ async function main() {
         console.warn(`warning: ${perUser.toFixed(0)} streams a user; over 60 a minute answer 429`)
       // USERS users signed in over HTTP (argon2: a few at a time); the agents' throttle is 60 a minute each.
       const http = new Pool(bench.appUrl, { connections: SIGN_IN_WIDTH, pipelining: 1 })
-      const users = createUsersService({ db: bench.database.db, clock: systemClock })
+      const users = createUsersService({
+        db: bench.database.db,
+        clock: systemClock,
+        events: createEventBus(),
+      })
       const sessions: Record<string, string>[] = new Array(USERS)
       const setupStarted = performance.now()
       await Promise.all(

@@ -3,6 +3,7 @@ import autocannon from 'autocannon'
 import pg from 'pg'
 import { Pool } from 'undici'
 import { systemClock } from '../src/lib/clock.ts'
+import { createEventBus } from '../src/lib/events.ts'
 import { createUsersService } from '../src/modules/users/users.service.ts'
 import {
   load1,
@@ -99,7 +100,7 @@ async function main() {
     }
 
     // Users, signed in over HTTP (argon2 hashing and verifying: a few at a time).
-    const users = createUsersService({ db: database.db, clock: systemClock })
+    const users = createUsersService({ db: database.db, clock: systemClock, events: createEventBus() })
     const newSession = async (email: string, userName: string): Promise<Session> => {
       const user = await users.create({ name: userName, email, password: BENCH_PASSWORD, verified: true })
       return { userId: user.id, headers: await signIn(http, email), groupId: 0 }

@@ -3,6 +3,7 @@ import pg from 'pg'
 import { Pool } from 'undici'
 import type { Database } from '../src/db/client.ts'
 import { systemClock } from '../src/lib/clock.ts'
+import { createEventBus } from '../src/lib/events.ts'
 import { holdStatementsSql } from '../src/modules/credits/holds/holds.repository.ts'
 import { createLedgerService } from '../src/modules/credits/ledger.service.ts'
 import { auditLedger } from '../src/modules/credits/ledger-audit.ts'
@@ -110,7 +111,7 @@ async function main() {
   try {
     const http = new Pool(appUrl, { connections: CLIENTS, pipelining: 1 })
 
-    const users = createUsersService({ db: database.db, clock: systemClock })
+    const users = createUsersService({ db: database.db, clock: systemClock, events: createEventBus() })
     const ledger = createLedgerService({ db: database.db, clock: systemClock })
     const sessions: Session[] = []
     for (let i = 0; i < USERS; i++) {

@@ -40,6 +40,7 @@ import { Agent, Pool, request } from 'undici'
 import { buildApp } from '../src/app.ts'
 import { generateAppKey, loadConfig } from '../src/config.ts'
 import { systemClock } from '../src/lib/clock.ts'
+import { createEventBus } from '../src/lib/events.ts'
 import { createUsersService } from '../src/modules/users/users.service.ts'
 import { createSimulator } from '../src/upstream-sim/simulator.ts'
 import { forkFleet, serveFleet } from './child-fleet.ts'
@@ -152,7 +153,7 @@ function createServers(): Servers {
       const appUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
       const http = new Pool(appUrl, { connections: 4 })
       const email = `bench-${randomBytes(4).toString('hex')}@example.com`
-      await createUsersService({ db: app.db, clock: systemClock }).create({
+      await createUsersService({ db: app.db, clock: systemClock, events: createEventBus() }).create({
         name: 'Bench',
         email,
         password: BENCH_PASSWORD,

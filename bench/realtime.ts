@@ -7,6 +7,7 @@ import { runInNewContext } from 'node:vm'
 import { Pool } from 'undici'
 import { WebSocket, WebSocketServer } from 'ws'
 import { systemClock } from '../src/lib/clock.ts'
+import { createEventBus } from '../src/lib/events.ts'
 import { createUsersService } from '../src/modules/users/users.service.ts'
 import { forkFleet, serveFleet } from './child-fleet.ts'
 import { load1, percentile, startBenchApp, writeBenchJson } from './harness.ts'
@@ -501,7 +502,7 @@ async function main() {
   try {
     // Members signed in over HTTP (argon2: a few at a time); the first creates the group, the rest join.
     const http = new Pool(appUrl, { connections: 8, pipelining: 1 })
-    const users = createUsersService({ db: database.db, clock: systemClock })
+    const users = createUsersService({ db: database.db, clock: systemClock, events: createEventBus() })
     const members: Record<string, string>[] = new Array(POSTERS)
     const setupStarted = performance.now()
     await Promise.all(

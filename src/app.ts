@@ -9,26 +9,21 @@ import { lazyChildLogger } from './lib/lazy-logger.ts'
 import { createLoggers, wantsPrettyLogs } from './lib/logging.ts'
 import { requestValidators } from './lib/request-validators.ts'
 import { sharedSerializers } from './lib/serializers.ts'
-import accountsRoutes from './modules/accounts/accounts.routes.ts'
 import activitiesRoutes from './modules/activities/activities.routes.ts'
-import adminUsersRoutes from './modules/admin/users/admin-users.routes.ts'
+import adminRoutes from './modules/admin/admin.routes.ts'
 import aiRoutes from './modules/ai/ai.routes.ts'
 import authRoutes from './modules/auth/auth.routes.ts'
-import billingRoutes from './modules/billing/billing.routes.ts'
 import chatRoutes from './modules/chat/chat.routes.ts'
-import conditionsRoutes from './modules/conditions/conditions.routes.ts'
 import creditsRoutes from './modules/credits/credits.routes.ts'
-import creditHoldsRoutes from './modules/credits/holds/holds.routes.ts'
 import emailVerificationRoutes from './modules/email-verification/email-verification.routes.ts'
 import healthRoutes from './modules/health/health.routes.ts'
 import knowledgeBaseRoutes from './modules/knowledge-base/knowledge-base.routes.ts'
-import marketDataRoutes from './modules/market-data/market-data.routes.ts'
 import metricsRoutes from './modules/metrics/metrics.routes.ts'
 import passwordConfirmationRoutes from './modules/password-confirmation/password-confirmation.routes.ts'
 import passwordResetRoutes from './modules/password-reset/password-reset.routes.ts'
 import profileRoutes from './modules/profile/profile.routes.ts'
+import proxyRoutes from './modules/proxy/proxy.routes.ts'
 import realtimeRoutes from './modules/realtime/realtime.routes.ts'
-import strategiesRoutes from './modules/strategies/strategies.routes.ts'
 import supportRoutes from './modules/support/support.routes.ts'
 import twoFactorRoutes from './modules/two-factor/two-factor.routes.ts'
 import userDataRoutes from './modules/user-data/user-data.routes.ts'
@@ -57,6 +52,7 @@ import shutdownPlugin from './plugins/shutdown.ts'
 import storagePlugin from './plugins/storage.ts'
 import upstreamPlugin from './plugins/upstream.ts'
 import warmReadsPlugin, { warmReadServerFactory } from './plugins/warm-reads.ts'
+import { buildServices, type ServiceOverrides } from './services.ts'
 
 /** What tests (or another host) may hand in instead of what the config describes. */
 export interface AppOverrides {
@@ -67,6 +63,8 @@ export interface AppOverrides {
   loggerInstance?: Logger
   /** The folder of knowledge base articles synced at start (default: content/knowledge-base/). */
   knowledgeBaseDir?: string
+  /** The billing catalog, or a stand-in for a built service (src/services.ts). */
+  services?: ServiceOverrides
 }
 
 /**
@@ -177,30 +175,28 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   await app.register(openapiPlugin, { appUrl: config.appUrl })
   await app.register(realtimePlugin, { config })
 
+  // Every domain service, built once; route plugins take theirs from app.services.
+  app.decorate('services', buildServices(app, config, overrides.services))
+
   // Modules, in the order of the spec's endpoint sections.
   await app.register(healthRoutes)
   await app.register(metricsRoutes, { config })
-  await app.register(authRoutes, { config })
-  await app.register(passwordResetRoutes, { config })
-  await app.register(emailVerificationRoutes, { config })
+  await app.register(authRoutes)
+  await app.register(passwordResetRoutes)
+  await app.register(emailVerificationRoutes)
   await app.register(passwordConfirmationRoutes)
-  await app.register(twoFactorRoutes, { config })
-  await app.register(profileRoutes, { config })
+  await app.register(twoFactorRoutes)
+  await app.register(profileRoutes)
   await app.register(userDataRoutes)
   await app.register(knowledgeBaseRoutes, { contentDir: overrides.knowledgeBaseDir })
-  await app.register(marketDataRoutes, { config })
-  await app.register(strategiesRoutes, { config })
-  await app.register(conditionsRoutes, { config })
+  await app.register(proxyRoutes)
   await app.register(activitiesRoutes)
-  await app.register(creditHoldsRoutes, { config })
-  await app.register(accountsRoutes, { config })
   await app.register(creditsRoutes, { config })
-  await app.register(billingRoutes, { config })
-  await app.register(chatRoutes, { config })
+  await app.register(chatRoutes)
   await app.register(aiRoutes, { config })
   await app.register(realtimeRoutes, { config })
-  await app.register(adminUsersRoutes, { config })
-  await app.register(supportRoutes, { config })
+  await app.register(adminRoutes, { config })
+  await app.register(supportRoutes)
 
   return app
 }

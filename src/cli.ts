@@ -2,6 +2,7 @@ import { enableCompileCache } from 'node:module'
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { type Config, ConfigError, generateAppKey, loadConfig } from './config.ts'
+import type { Database } from './db/client.ts'
 import { systemClock } from './lib/clock.ts'
 import { ValidationError } from './lib/errors.ts'
 import { speedUpDrizzleImports } from './lib/fast-imports.ts'
@@ -51,6 +52,13 @@ async function openDatabase(config: Config) {
   return openConfiguredDatabase(config, { long: true })
 }
 
+/** The services the commands use, built as the app builds them (src/core-services.ts). */
+async function coreServices(config: Config, database: Database) {
+  const { buildCoreServices } = await import('./core-services.ts')
+  const { createEventBus } = await import('./lib/events.ts')
+  return buildCoreServices({ config, db: database.db, clock: systemClock, events: createEventBus() })
+}
+
 async function migrate(args: string[]): Promise<number> {
   parseArgs({ args, strict: true, allowPositionals: false })
   const config = loadConfig()
@@ -89,8 +97,7 @@ async function createUser(args: string[]): Promise<number> {
   const database = await openDatabase(config)
   try {
     await database.migrate()
-    const { createUsersService } = await import('./modules/users/users.service.ts')
-    const users = createUsersService({ db: database.db, clock: systemClock })
+    const { users } = await coreServices(config, database)
     const user = await users.create({
       name,
       email,
@@ -124,13 +131,12 @@ async function kbSync(args: string[]): Promise<number> {
   const { defaultKnowledgeBaseDir, KnowledgeBaseContentError } = await import(
     './modules/knowledge-base/knowledge-base.content.ts'
   )
-  const { createKnowledgeBaseService } = await import('./modules/knowledge-base/knowledge-base.service.ts')
   const dir = values.dir === undefined ? defaultKnowledgeBaseDir : resolve(values.dir)
   const config = loadConfig()
   const database = await openDatabase(config)
   try {
     await database.migrate()
-    const kb = createKnowledgeBaseService({ db: database.db, clock: systemClock })
+    const kb = (await coreServices(config, database)).knowledgeBase
     const { added, updated, removed, unchanged } = await kb.sync(dir)
     console.log(
       `Knowledge base synced from ${dir}: ${added} added, ${updated} updated, ${removed} removed, ${unchanged} unchanged.`,
@@ -176,10 +182,7 @@ async function twoFactorClearUnreadable(args: string[]): Promise<number> {
   const database = await openDatabase(config)
   try {
     await database.migrate()
-    const { createUsersService } = await import('./modules/users/users.service.ts')
-    const { createTwoFactorService } = await import('./modules/two-factor/two-factor.service.ts')
-    const users = createUsersService({ db: database.db, clock: systemClock })
-    const twoFactor = createTwoFactorService({ users, clock: systemClock, appKey: config.appKey })
+    const { twoFactor } = await coreServices(config, database)
     const dryRun = values['dry-run']
     const { secrets, recoveryCodes } = await twoFactor.clearUnreadable({ dryRun })
     const verb = dryRun ? 'would be cleared' : 'cleared'

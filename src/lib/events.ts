@@ -10,6 +10,12 @@ export interface EventBus<Events extends object> {
    * so a failing listener must not undo or fail the change that caused it.
    */
   emit<K extends keyof Events>(name: K, payload: Events[K]): void
+  /**
+   * For a consequence the change is not complete without (the other sessions ending after a
+   * password change): calls the handlers of `name` one after the other, awaiting each, and rejects
+   * with the first failure, so the emitter's answer tells the truth.
+   */
+  publish<K extends keyof Events>(name: K, payload: Events[K]): Promise<void>
 }
 
 /** A minimal typed in-process event bus (one process; cross-instance fan-out is Redis's job later). */
@@ -35,6 +41,11 @@ export function createEventBus<Events extends object>(
         } catch (error) {
           onError(error, name)
         }
+      }
+    },
+    async publish(name, payload) {
+      for (const handler of [...(handlers.get(name) ?? [])]) {
+        await (handler as EventHandler<typeof payload>)(payload)
       }
     },
   }

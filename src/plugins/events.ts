@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
+import type { CreditHoldRow } from '../db/schema/index.ts'
 import { createEventBus, type EventBus } from '../lib/events.ts'
+import type { SessionRef } from '../lib/sessions/session-store.ts'
 
 /**
  * The application's named events (the spec's "Application events"), name -> payload. A module that
@@ -76,9 +78,36 @@ export interface AppEvents {
   TokenUpdatedEvent: { userId: number; brokerAccountHash: string | null; expiresAt: Date | null }
 }
 
+/**
+ * The events the service's domains tell each other that the spec does not name: consequences of a
+ * change another domain carries out (see docs/ARCHITECTURE.md, "How consequences travel").
+ */
+export interface InternalEvents {
+  /** A user's row changed or is gone (announced by the users repository, the table's one writer). */
+  UserChanged: { userId: number }
+  /** A credit hold was placed, captured, released or moved to another order; `hold` is its row after. */
+  CreditHoldChanged: {
+    userId: number
+    hold: CreditHoldRow
+    transition: 'created' | 'captured' | 'released' | 'transferred'
+  }
+  /** A hold was refused for want of spendable credits. */
+  CreditHoldRefused: { userId: number }
+  /**
+   * A user's password changed (committed): their sessions end, all but `kept` (the session that
+   * changed it, which stays signed in). Published: the change's answer waits for it.
+   */
+  PasswordChanged: { userId: number; kept: SessionRef | null }
+  /** An account was deleted (committed): what it still holds open ends. Published, as above. */
+  AccountDeleted: { userId: number }
+}
+
+/** Everything that travels on `app.events`. */
+export type ServiceEvents = AppEvents & InternalEvents
+
 declare module 'fastify' {
   interface FastifyInstance {
-    events: EventBus<AppEvents>
+    events: EventBus<ServiceEvents>
   }
 }
 
@@ -86,7 +115,9 @@ declare module 'fastify' {
 async function eventsPlugin(app: FastifyInstance) {
   app.decorate(
     'events',
-    createEventBus<AppEvents>((err, name) => app.log.error({ err, event: name }, 'event listener failed')),
+    createEventBus<ServiceEvents>((err, name) =>
+      app.log.error({ err, event: name }, 'event listener failed'),
+    ),
   )
 }
 

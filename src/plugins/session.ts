@@ -9,14 +9,20 @@ import { createPeriodicTask } from '../lib/periodic.ts'
 import { redisAvailability } from '../lib/redis/health.ts'
 import { type CachedSession, createSessionCache } from '../lib/session-cache.ts'
 import { createSessionFanOut } from '../lib/session-fan-out.ts'
-import { userChanges } from '../lib/user-changes.ts'
-import { sealXsrfToken } from '../lib/xsrf.ts'
-import { createRememberTokensService } from '../modules/sessions/remember-tokens.service.ts'
+import { createRememberTokenStore, type RememberTokenStore } from '../lib/sessions/remember-token-store.ts'
 import {
   type ActiveSession,
-  createSessionsService,
+  createSessionStore,
   hashSessionToken,
-} from '../modules/sessions/sessions.service.ts'
+  type SessionRef,
+  type SessionStore,
+  sessionRefOf,
+} from '../lib/sessions/session-store.ts'
+import { sealXsrfToken } from '../lib/xsrf.ts'
+
+/** The request's session, named for an event that must spare it (null: it has none). */
+export const sessionRefOfRequest = (request: FastifyRequest): SessionRef | null =>
+  request.session ? sessionRefOf(request.session) : null
 
 export const SESSION_COOKIE = 'app_session'
 export const XSRF_COOKIE = 'XSRF-TOKEN'
@@ -98,17 +104,19 @@ declare module 'fastify' {
   }
   interface FastifyInstance {
     sessionControl: SessionControl
+    /** The session and remembered-device tables, for what lists them (the profile's browser sessions). */
+    sessionStore: { sessions: SessionStore; rememberTokens: RememberTokenStore }
   }
 }
 
 async function sessionPlugin(app: FastifyInstance, { config }: { config: Config }) {
-  const sessions = createSessionsService({
+  const sessions = createSessionStore({
     db: app.db,
     clock: app.clock,
     lifetimeMinutes: config.session.lifetimeMinutes,
     absoluteLifetimeMinutes: config.session.absoluteLifetimeMinutes,
   })
-  const remember = createRememberTokensService({
+  const remember = createRememberTokenStore({
     db: app.db,
     clock: app.clock,
     lifetimeMinutes: config.session.rememberLifetimeMinutes,
@@ -129,7 +137,7 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     cache.forgetUser(userId)
     return fanOut.publish({ users: [userId] })
   }
-  const stopListening = userChanges.on('changed', (userId) => void forgetUser(userId))
+  const stopListening = app.events.on('UserChanged', (e) => void forgetUser(e.userId))
   // Expired sessions (idle past the lifetime, or older than the absolute one) are deleted by a timer,
   // never by the request that happens to run it (Laravel's lottery made one request in fifty pay for
   // the whole table). Every instance sweeps; the delete is the same whoever runs it. Requests do not
@@ -189,10 +197,14 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     const userId = session.row.userId
     if (userId !== null) ends.emit('ended', { userId, sessionId: session.row.id })
   }
-  const endAllOf = async (userId: number, except?: FastifyRequest) => {
-    await sessions.destroyForUser(userId, except?.session ?? undefined)
-    await remember.forgetAllOf(userId, except?.session?.row.rememberTokenId)
+  const endAllOf = async (userId: number, kept?: SessionRef) => {
+    await sessions.destroyForUser(userId, kept)
+    await remember.forgetAllOf(userId, kept?.rememberTokenId)
     await forgetUser(userId)
+  }
+  const endSessionsBut = async (userId: number, kept?: SessionRef) => {
+    await endAllOf(userId, kept)
+    ends.emit('ended', { userId, ...(kept ? { exceptSessionId: kept.id } : {}) })
   }
 
   /**
@@ -274,11 +286,8 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
       request.session = await sessions.open({ userId: null, ...clientInfo(request), payload })
       request.user = null
     },
-    async endSessionsOf(userId, except) {
-      await endAllOf(userId, except)
-      const kept = except?.session?.row.id
-      ends.emit('ended', { userId, ...(kept ? { exceptSessionId: kept } : {}) })
-    },
+    endSessionsOf: (userId, except) =>
+      endSessionsBut(userId, except?.session ? sessionRefOf(except.session) : undefined),
     async lockOut(userId) {
       await endAllOf(userId)
       ends.emit('ended', { userId, lockedOut: true })
@@ -302,6 +311,16 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
   }
 
   app.decorate('sessionControl', control)
+  app.decorate('sessionStore', { sessions, rememberTokens: remember })
+  // The consequences for sessions of changes made elsewhere: a password change ends the user's other
+  // sessions; a deleted account, everything it held open.
+  const stopEnding = [
+    app.events.on('PasswordChanged', (e) => endSessionsBut(e.userId, e.kept ?? undefined)),
+    app.events.on('AccountDeleted', (e) => control.lockOut(e.userId)),
+  ]
+  app.addHook('onClose', async () => {
+    for (const stop of stopEnding) stop()
+  })
   app.decorateRequest('session', null)
   app.decorateRequest('user', null)
   app.decorateRequest('rememberCookie', null)
@@ -474,5 +493,5 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
 
 export default fp(sessionPlugin, {
   name: 'session',
-  dependencies: ['db', 'clock', 'redis', 'dependency-health'],
+  dependencies: ['db', 'clock', 'events', 'redis', 'dependency-health'],
 })

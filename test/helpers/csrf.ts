@@ -1,6 +1,6 @@
 import { eq } from 'drizzle-orm'
 import { sessions } from '../../src/db/schema/index.ts'
-import { hashSessionToken } from '../../src/modules/sessions/sessions.service.ts'
+import { hashSessionToken } from '../../src/lib/sessions/session-store.ts'
 import type { TestApp } from './build-test-app.ts'
 import type { TestClient } from './client.ts'
 

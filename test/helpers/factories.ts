@@ -3,6 +3,7 @@ import { eq } from 'drizzle-orm'
 import type { Db } from '../../src/db/client.ts'
 import { type UserRow, users } from '../../src/db/schema/index.ts'
 import { systemClock } from '../../src/lib/clock.ts'
+import { createEventBus } from '../../src/lib/events.ts'
 import { createLedgerService } from '../../src/modules/credits/ledger.service.ts'
 import { createUsersService } from '../../src/modules/users/users.service.ts'
 import type { TestApp } from './build-test-app.ts'
@@ -25,7 +26,7 @@ export async function createUser(
   overrides: UserOverrides = {},
 ): Promise<{ user: UserRow; password: string }> {
   const password = overrides.password ?? 'correct horse battery'
-  let user = await createUsersService({ db, clock: systemClock }).create({
+  let user = await createUsersService({ db, clock: systemClock, events: createEventBus() }).create({
     name: overrides.name ?? 'Test Trader',
     email: overrides.email ?? uniqueEmail(),
     password,

@@ -12,7 +12,6 @@ import {
   DEFAULT_LIST_LIMIT,
   MAX_PAYLOAD_BYTES,
 } from './activities.schemas.ts'
-import { createActivitiesService } from './activities.service.ts'
 
 // Room for a full payload written with escapes plus the other fields; the service measures the
 // payload again as compact JSON.
@@ -21,7 +20,7 @@ const BODY_LIMIT = 8 * MAX_PAYLOAD_BYTES
 /** `/api/activities`: the signed-in user's activity log. */
 export default async function activitiesRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const activities = createActivitiesService({ db: app.db, clock: app.clock, events: app.events })
+  const { activities } = app.services
   const tags = ['activities']
   const config = { auth: 'session' } as const
 

@@ -3,7 +3,7 @@ import type { Clock } from '../../lib/clock.ts'
 import { notFound, ValidationError } from '../../lib/errors.ts'
 import type { EventBus } from '../../lib/events.ts'
 import { jsonBytes, unstorableJson } from '../../lib/json-document.ts'
-import type { AppEvents } from '../../plugins/events.ts'
+import type { ServiceEvents } from '../../plugins/events.ts'
 import { presentActivity } from './activities.presenters.ts'
 import { createActivitiesRepository } from './activities.repository.ts'
 import {
@@ -34,7 +34,7 @@ export function createActivitiesService({
 }: {
   db: Db
   clock: Clock
-  events: EventBus<AppEvents>
+  events: EventBus<ServiceEvents>
 }) {
   const repo = createActivitiesRepository({ db })
   return {

@@ -9,11 +9,10 @@ export interface ConfiguredModel {
   name: string
 }
 
-/** The name AI records carry for the configured model. */
-export const configuredModelName = (config: Config): string => config.ai.model?.name ?? OFFLINE_MODEL_ID
-
 /** The OpenAI-compatible model server AI_BASE_URL names, or the built-in offline model without one. */
 export function configuredModel(config: Config): ConfiguredModel {
+  // The SDK prints provider warnings to the console; they would bypass the log's redaction.
+  ;(globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS = false
   const server = config.ai.model
   if (!server) return { model: createOfflineModel(), name: OFFLINE_MODEL_ID }
   const provider = createOpenAICompatible({

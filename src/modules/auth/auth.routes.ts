@@ -1,19 +1,12 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
-import type { Config } from '../../config.ts'
 import { commonErrorResponses, LoginLockoutResponse } from '../../lib/http-schemas.ts'
 import { throttleAddress } from '../../lib/rate-limit/address.ts'
 import { bodyText } from '../../lib/validation.ts'
 import { signedInUser, type ThrottleRule } from '../../plugins/guards.ts'
-import { createLedgerService } from '../credits/ledger.service.ts'
-import { createEmailVerificationService } from '../email-verification/email-verification.service.ts'
-import { presentUser } from '../users/users.presenters.ts'
 import { UserResponse } from '../users/users.schemas.ts'
-import { createUsersService } from '../users/users.service.ts'
-import { createLoginBackoff } from './auth.backoff.ts'
 import { LoginBody, LoginResponse, RegisterBody } from './auth.schemas.ts'
-import { createAuthService } from './auth.service.ts'
 
 // Fortify's `login` limiter: 5 a minute per lower(email)|ip, counting every attempt.
 const loginThrottle: ThrottleRule = {
@@ -53,18 +46,9 @@ const guestSessionThrottle: ThrottleRule = {
 const NoContent = { 204: Type.Null({ description: 'No Content' }) }
 
 /** Sign-up, sign-in, sign-out and the CSRF cookie: Sanctum's and Fortify's routes, under the spec's paths. */
-export default async function authRoutes(fastify: FastifyInstance, { config }: { config: Config }) {
+export default async function authRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const users = createUsersService({ db: app.db, clock: app.clock })
-  const verification = createEmailVerificationService({ config, clock: app.clock, mailer: app.mailer, users })
-  const auth = createAuthService({ users, clock: app.clock, verification })
-  const ledger = createLedgerService({ db: app.db, clock: app.clock })
-  const backoff = createLoginBackoff({
-    counters: app.rateLimiter.counters,
-    clock: app.clock,
-    users,
-    queueMail: (mail) => app.mailer.queue(mail),
-  })
+  const { auth, userView, loginBackoff: backoff } = app.services
   const tags = ['auth']
 
   app.get('/guard/csrf-cookie', { schema: { tags, response: NoContent } }, async (request, reply) => {
@@ -82,8 +66,7 @@ export default async function authRoutes(fastify: FastifyInstance, { config }: {
     async (request, reply) => {
       const user = await auth.register(request.body)
       await app.sessionControl.signIn(request, user)
-      const credits = await ledger.summary(user.id)
-      return reply.code(201).send(presentUser(user, { appUrl: config.appUrl, credits }))
+      return reply.code(201).send(await userView.present(user))
     },
   )
 
@@ -128,8 +111,7 @@ export default async function authRoutes(fastify: FastifyInstance, { config }: {
       schema: { tags, response: { 200: UserResponse, ...commonErrorResponses } },
     },
     async (request) => {
-      const user = signedInUser(request)
-      return presentUser(user, { appUrl: config.appUrl, credits: await ledger.summary(user.id) })
+      return userView.present(signedInUser(request))
     },
   )
 }

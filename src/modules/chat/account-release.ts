@@ -1,9 +1,9 @@
 import type { Db } from '../../db/client.ts'
 import type { UserRow } from '../../db/schema/index.ts'
+import type { ChatDeps } from './chat.deps.ts'
 import { type ChatEvent, emitAll } from './chat.events.ts'
 import { deleteLockedGroup, leaveLockedGroup, removeFiles } from './groups/group-changes.ts'
 import { createGroupsRepository } from './groups/groups.repository.ts'
-import type { ChatDeps } from './groups/groups.service.ts'
 
 /**
  * What deleting an account does to chat, in the deletion's transaction: the person leaves every

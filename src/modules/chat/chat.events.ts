@@ -1,5 +1,5 @@
 import type { EventBus } from '../../lib/events.ts'
-import type { AppEvents } from '../../plugins/events.ts'
+import type { AppEvents, ServiceEvents } from '../../plugins/events.ts'
 import type { Message } from './chat.schemas.ts'
 
 /** What a chat change announces once its transaction has committed. */
@@ -12,6 +12,6 @@ export const messagePosted = (message: Message): ChatEvent => ({
 })
 
 /** Emits the events of a committed change, in order. */
-export function emitAll(events: EventBus<AppEvents>, list: readonly ChatEvent[]): void {
+export function emitAll(events: EventBus<ServiceEvents>, list: readonly ChatEvent[]): void {
   for (const event of list) events.emit(event.name, event.payload as never)
 }

@@ -3,23 +3,18 @@ import type { FastifyInstance } from 'fastify'
 import type { Config } from '../../config.ts'
 import { commonErrorResponses, Paginated } from '../../lib/http-schemas.ts'
 import { signedInUser } from '../../plugins/guards.ts'
-import { type BillingCatalog, loadBillingCatalog } from '../billing/billing.catalog.ts'
 import { CreditsResponse, DEFAULT_PER_PAGE, PageQuery } from './credits.schemas.ts'
+import holdsRoutes from './holds/holds.routes.ts'
 import { TransactionResponse } from './ledger.schemas.ts'
-import { createLedgerService } from './ledger.service.ts'
+import purchasesRoutes from './purchases/purchases.routes.ts'
 
-export interface CreditsRoutesOptions {
-  config: Config
-  /** The billing catalog; read from config/billing.json when not given. */
-  catalog?: BillingCatalog
-}
-
-/** `GET /api/credits` and `GET /api/transaction-history`: the user's balance, packages and ledger. */
-export default async function creditsRoutes(fastify: FastifyInstance, options: CreditsRoutesOptions) {
+/**
+ * Credits: `GET /api/credits` and `GET /api/transaction-history` (the user's balance, packages and
+ * ledger), then the holds and purchases under it.
+ */
+export default async function creditsRoutes(fastify: FastifyInstance, { config }: { config: Config }) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const { config } = options
-  const catalog = options.catalog ?? loadBillingCatalog()
-  const ledger = createLedgerService({ db: app.db, clock: app.clock })
+  const { ledger, catalog } = app.services
   const tags = ['billing']
 
   app.get(
@@ -57,4 +52,7 @@ export default async function creditsRoutes(fastify: FastifyInstance, options: C
       })
     },
   )
+
+  await app.register(holdsRoutes, { config })
+  await app.register(purchasesRoutes)
 }

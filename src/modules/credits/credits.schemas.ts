@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox'
-import { BillingPackage } from '../billing/billing.catalog.ts'
+import { BillingPackage } from './billing.catalog.ts'
 
 /** `GET /api/credits`: the user's credit summary and the packages on sale. */
 export const CreditsResponse = Type.Object({

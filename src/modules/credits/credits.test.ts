@@ -4,7 +4,7 @@ import { grantCredits, signedInClient } from '../../../test/helpers/factories.ts
 import { appUnderTest } from '../../../test/helpers/under-test.ts'
 import { ValidationError } from '../../lib/errors.ts'
 import { laravelDate } from '../../lib/laravel.ts'
-import { loadBillingCatalog } from '../billing/billing.catalog.ts'
+import { loadBillingCatalog } from './billing.catalog.ts'
 import { createLedgerService } from './ledger.service.ts'
 
 const t = appUnderTest()

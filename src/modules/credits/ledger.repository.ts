@@ -1,4 +1,4 @@
-import { and, count, desc, eq, sql } from 'drizzle-orm'
+import { and, count, desc, eq, type SQL, type SQLWrapper, sql, type WithSubquery } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import {
   type CreditAccountRow,
@@ -24,6 +24,14 @@ const numeric = (value: string) => sql`${value}::numeric`
 /** Every query on credit_accounts and credit_transactions; takes a db or a transaction. */
 export function createLedgerRepository({ db }: { db: Db }) {
   return {
+    /** Sets the user's current package (the account row exists and is locked by the caller). */
+    async setCurrentPackage(userId: number, packageId: string, now: Date): Promise<void> {
+      await db
+        .update(creditAccounts)
+        .set({ currentPackageId: packageId, updatedAt: now })
+        .where(eq(creditAccounts.userId, userId))
+    },
+
     /** The user's account row, locked until the transaction ends (SELECT ... FOR UPDATE). */
     async lockAccount(userId: number): Promise<CreditAccountRow | undefined> {
       const [row] = await db
@@ -102,6 +110,95 @@ export function createLedgerRepository({ db }: { db: Db }) {
         .orderBy(desc(creditTransactions.id))
         .limit(limit)
         .offset(offset)
+    },
+  }
+}
+
+const column = (c: { name: string }) => sql.identifier(c.name)
+
+/** The columns of a just-settled hold that its ledger effect reads. */
+interface SettledHold {
+  userId: SQLWrapper
+  creditsAmount: SQLWrapper
+  brokerParentOrderId: SQLWrapper
+}
+
+/**
+ * The ledger's parts of the one-statement hold changes (holds.repository composes them into its
+ * prepared statements): the user's account row locked, credits reserved or given back, a capture's
+ * debit appended. So the SQL that writes credit_accounts and credit_transactions stays here, in
+ * the ledger's repository. Placeholders: `userId`; the caller names the amount and the time.
+ */
+export function ledgerStatementParts(db: Db) {
+  const userIs = eq(creditAccounts.userId, sql.placeholder('userId'))
+  // The lock every credit operation takes first.
+  const account = db
+    .$with('account')
+    .as(
+      db
+        .select({ balance: creditAccounts.balance, held: creditAccounts.held })
+        .from(creditAccounts)
+        .where(userIs)
+        .for('update'),
+    )
+  const locked = sql`exists (select 1 from ${account})`
+
+  return {
+    account,
+    locked,
+
+    /** Adds `amount` to held, where `condition` holds and spendable credits cover it; returns the user's id. */
+    reserve(amount: SQL, now: SQL, condition: SQL) {
+      return db.$with('reserved').as(
+        db
+          .update(creditAccounts)
+          .set({ held: sql`${creditAccounts.held} + ${amount}`, updatedAt: now })
+          .where(
+            and(
+              userIs,
+              locked,
+              condition,
+              sql`${creditAccounts.balance} - (${creditAccounts.held} + ${amount}) >= 0`,
+            ),
+          )
+          .returning({ userId: creditAccounts.userId }),
+      )
+    },
+
+    /** Gives back the settled hold's credits from held (and, for a capture, takes them off the balance). */
+    settle(settled: WithSubquery & SettledHold, captured: boolean, now: SQL) {
+      return db.$with('moved').as(
+        db
+          .update(creditAccounts)
+          .set({
+            held: sql`${creditAccounts.held} - ${settled.creditsAmount}`,
+            ...(captured ? { balance: sql`${creditAccounts.balance} - ${settled.creditsAmount}` } : {}),
+            updatedAt: now,
+          })
+          .from(settled)
+          // The user's id as a parameter too, so the row is found by its key, however many accounts.
+          .where(and(userIs, eq(creditAccounts.userId, settled.userId as SQL)))
+          .returning({ balance: creditAccounts.balance }),
+      )
+    },
+
+    /**
+     * A capture's `hold_capture` debit. The balance the account update answers is this row's
+     * balance_after: the account stays locked until commit, so ledger rows of one user get their
+     * ids in the order of their balances.
+     */
+    captureDebit(
+      settled: WithSubquery & SettledHold,
+      moved: WithSubquery & { balance: SQLWrapper },
+      now: SQL,
+    ) {
+      return db.$with('debit', { id: creditTransactions.id }).as(
+        sql`insert into ${creditTransactions} (${column(creditTransactions.userId)}, ${column(creditTransactions.amount)},
+          ${column(creditTransactions.kind)}, ${column(creditTransactions.reference)},
+          ${column(creditTransactions.balanceAfter)}, ${column(creditTransactions.createdAt)})
+          select ${settled.userId}, -${settled.creditsAmount}, 'hold_capture', ${settled.brokerParentOrderId},
+          ${moved.balance}, ${now} from ${settled}, ${moved} returning ${column(creditTransactions.id)}`,
+      )
     },
   }
 }

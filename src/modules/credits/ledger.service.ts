@@ -74,6 +74,10 @@ export function createLedgerService({ db, clock }: { db: Db; clock: Clock }) {
       )
     },
 
+    /** Sets the user's current package, inside tx (the account locked by withLockedAccount). */
+    setCurrentPackage: (tx: Db, userId: number, packageId: string) =>
+      createLedgerRepository({ db: tx }).setCurrentPackage(userId, packageId, clock.now()),
+
     /**
      * Appends a ledger row inside tx (the account must be locked by withLockedAccount): updates the
      * running balance, sets balance_after; a debit that would take spendable (balance - held) below

@@ -1,13 +1,10 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
-import type { Config } from '../../config.ts'
 import { forbidden } from '../../lib/errors.ts'
 import { commonErrorResponses, MessageResponse } from '../../lib/http-schemas.ts'
 import { throttleAddress } from '../../lib/rate-limit/address.ts'
 import { signedInUser, type ThrottleRule } from '../../plugins/guards.ts'
-import { createUsersService } from '../users/users.service.ts'
 import { VerifyEmailQuery } from './email-verification.schemas.ts'
-import { createEmailVerificationService } from './email-verification.service.ts'
 
 // Fortify's `throttle:6,1` on the resend route, counted per user so one account cannot flood its inbox.
 const resendThrottle: ThrottleRule = {
@@ -18,13 +15,9 @@ const resendThrottle: ThrottleRule = {
 }
 
 /** The signed verification link and its resend, under the spec's paths. */
-export default async function emailVerificationRoutes(
-  fastify: FastifyInstance,
-  { config }: { config: Config },
-) {
+export default async function emailVerificationRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const users = createUsersService({ db: app.db, clock: app.clock })
-  const verification = createEmailVerificationService({ config, clock: app.clock, mailer: app.mailer, users })
+  const { verification } = app.services
   const tags = ['auth']
 
   // Public: the link proves itself by its signature, so it works in whichever browser opens the mail.

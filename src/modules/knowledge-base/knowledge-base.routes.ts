@@ -2,14 +2,12 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { commonErrorResponses } from '../../lib/http-schemas.ts'
 import { defaultKnowledgeBaseDir } from './knowledge-base.content.ts'
-import { presentArticle } from './knowledge-base.presenters.ts'
 import {
   ArticleListQuery,
   ArticleListResponse,
   ArticleParams,
   ArticleResponse,
 } from './knowledge-base.schemas.ts'
-import { createKnowledgeBaseService } from './knowledge-base.service.ts'
 
 export interface KnowledgeBaseOptions {
   /** Where the article files are; the shipped content/knowledge-base/ unless a test hands in its own. */
@@ -19,7 +17,7 @@ export interface KnowledgeBaseOptions {
 /** The read-only knowledge base; the articles are synced from the markdown files as the app starts. */
 export default async function knowledgeBaseRoutes(fastify: FastifyInstance, options: KnowledgeBaseOptions) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const articles = createKnowledgeBaseService({ db: app.db, clock: app.clock })
+  const articles = app.services.knowledgeBase
   const contentDir = options.contentDir ?? defaultKnowledgeBaseDir
   const tags = ['knowledge base']
 
@@ -37,7 +35,7 @@ export default async function knowledgeBaseRoutes(fastify: FastifyInstance, opti
         response: { 200: ArticleListResponse, ...commonErrorResponses },
       },
     },
-    async (request) => ({ data: (await articles.list(request.query)).map(presentArticle) }),
+    async (request) => ({ data: await articles.listArticles(request.query) }),
   )
 
   app.get(
@@ -46,6 +44,6 @@ export default async function knowledgeBaseRoutes(fastify: FastifyInstance, opti
       config: { auth: 'session' },
       schema: { tags, params: ArticleParams, response: { 200: ArticleResponse, ...commonErrorResponses } },
     },
-    async (request) => ({ data: presentArticle(await articles.find(request.params.slug)) }),
+    async (request) => ({ data: await articles.showArticle(request.params.slug) }),
   )
 }

@@ -2,8 +2,9 @@ import type { Db } from '../../db/client.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { notFound } from '../../lib/errors.ts'
 import { contentHash, parseArticles, readArticleFiles } from './knowledge-base.content.ts'
+import { presentArticle } from './knowledge-base.presenters.ts'
 import { type ArticleRow, createKnowledgeBaseRepository } from './knowledge-base.repository.ts'
-import { type ArticleListQuery, SLUG_PATTERN } from './knowledge-base.schemas.ts'
+import { type Article, type ArticleListQuery, SLUG_PATTERN } from './knowledge-base.schemas.ts'
 
 export interface SyncReport {
   added: number
@@ -43,6 +44,12 @@ export function createKnowledgeBaseService({ db, clock }: { db: Db; clock: Clock
     return repo.list({ area: area || undefined, words: searchWords(q) })
   }
 
+  async function find(slug: string): Promise<ArticleRow> {
+    const article = SLUG_PATTERN.test(slug) ? await repo.findBySlug(slug) : undefined
+    if (!article) throw articleNotFound()
+    return article
+  }
+
   return {
     list,
 
@@ -59,11 +66,14 @@ export function createKnowledgeBaseService({ db, clock }: { db: Db; clock: Clock
     },
 
     /** One article by slug; 404 "Article not found." otherwise. */
-    async find(slug: string): Promise<ArticleRow> {
-      const article = SLUG_PATTERN.test(slug) ? await repo.findBySlug(slug) : undefined
-      if (!article) throw articleNotFound()
-      return article
-    },
+    find,
+
+    /** The articles `list` finds, as the API shows them. */
+    listArticles: async (query: ArticleListQuery): Promise<Article[]> =>
+      (await list(query)).map(presentArticle),
+
+    /** The article `find` finds, as the API shows it. */
+    showArticle: async (slug: string): Promise<Article> => presentArticle(await find(slug)),
 
     /**
      * Makes the stored articles match the files under `dir`: added, changed (by source hash) and

@@ -2,7 +2,6 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { commonErrorResponses } from '../../lib/http-schemas.ts'
 import { signedInUser } from '../../plugins/guards.ts'
-import { createUsersService } from '../users/users.service.ts'
 import { currentPasswordThrottle } from '../users/users.throttles.ts'
 import {
   ConfirmationStatusQuery,
@@ -14,7 +13,7 @@ import {
 /** Fortify's password confirmation: confirming it, and asking whether it was lately. */
 export default async function passwordConfirmationRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const users = createUsersService({ db: app.db, clock: app.clock })
+  const { users } = app.services
   const tags = ['auth']
 
   app.post(

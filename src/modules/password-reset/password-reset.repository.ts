@@ -51,6 +51,11 @@ export function createPasswordResetRepository({ db }: { db: Db }) {
       return rows.length > 0
     },
 
+    /** Deletes the token of an address (any case): its account is being deleted. */
+    async deleteFor(email: string): Promise<void> {
+      await db.delete(passwordResetTokens).where(sql`lower(${passwordResetTokens.email}) = lower(${email})`)
+    },
+
     /** Deletes tokens made before `notBefore` and those of an address no account has; answers how many. */
     async deleteStale(notBefore: Date): Promise<number> {
       const accountHasIt = sql`exists (select 1 from ${users} where lower(${users.email}) = lower(${passwordResetTokens.email}))`

@@ -1,14 +1,12 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
-import type { Config } from '../../config.ts'
 import { commonErrorResponses, MessageResponse } from '../../lib/http-schemas.ts'
 import { createPeriodicTask } from '../../lib/periodic.ts'
 import { throttleAddress } from '../../lib/rate-limit/address.ts'
 import { bodyText } from '../../lib/validation.ts'
 import type { ThrottleRule } from '../../plugins/guards.ts'
-import { createUsersService } from '../users/users.service.ts'
 import { ForgotPasswordBody, ResetPasswordBody } from './password-reset.schemas.ts'
-import { createPasswordResetService, RESET_LINK_JOB } from './password-reset.service.ts'
+import { RESET_LINK_JOB } from './password-reset.service.ts'
 
 // 6 a minute per address, counted before anyone looks the address up: a throttled known email gets
 // the very 429 an unknown one gets, and nobody can flood one inbox by rotating IPs.
@@ -33,17 +31,9 @@ const forgotPerClientThrottle: ThrottleRule = {
 export const RESET_TOKEN_PRUNE_EVERY_MS = 60 * 60_000
 
 /** Fortify's forgot-password and reset-password, under the spec's paths. */
-export default async function passwordResetRoutes(fastify: FastifyInstance, { config }: { config: Config }) {
+export default async function passwordResetRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const users = createUsersService({ db: app.db, clock: app.clock })
-  const passwordReset = createPasswordResetService({
-    db: app.db,
-    config,
-    clock: app.clock,
-    mailer: app.mailer,
-    outbox: app.outbox,
-    users,
-  })
+  const { passwordReset } = app.services
   const tags = ['auth']
   // Forgot-password's work (look-up, token, mail) runs after its answer, wherever the outbox runs it.
   app.outbox.handle(RESET_LINK_JOB, (payload) => passwordReset.issueLink(payload))
@@ -70,7 +60,6 @@ export default async function passwordResetRoutes(fastify: FastifyInstance, { co
     { schema: { tags, body: ResetPasswordBody, response } },
     async (request) => {
       const user = await passwordReset.reset(request.body)
-      await app.sessionControl.endSessionsOf(user.id)
       // Reset from a browser signed in as that very user: it gets a fresh guest session, not a dead one.
       if (request.user?.id === user.id) await app.sessionControl.signOut(request)
       return { message: 'Your password has been reset.' }

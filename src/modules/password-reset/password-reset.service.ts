@@ -4,11 +4,13 @@ import type { Db } from '../../db/client.ts'
 import type { UserRow } from '../../db/schema/index.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { ValidationError } from '../../lib/errors.ts'
+import type { EventBus } from '../../lib/events.ts'
 import { renderMail } from '../../lib/mail/message.ts'
 import { hashPassword } from '../../lib/passwords.ts'
+import type { ServiceEvents } from '../../plugins/events.ts'
 import type { Mailer } from '../../plugins/mailer.ts'
 import type { Outbox } from '../../plugins/outbox.ts'
-import { createUsersService, type UsersService } from '../users/users.service.ts'
+import type { UsersService } from '../users/users.service.ts'
 import { createPasswordResetRepository } from './password-reset.repository.ts'
 import type { ResetPasswordBody } from './password-reset.schemas.ts'
 
@@ -31,6 +33,7 @@ export function createPasswordResetService(deps: {
   mailer: Mailer
   outbox: Pick<Outbox, 'enqueue'>
   users: UsersService
+  events: EventBus<ServiceEvents>
 }) {
   const { config, clock, mailer, users } = deps
   const repo = createPasswordResetRepository({ db: deps.db })
@@ -110,7 +113,7 @@ export function createPasswordResetService(deps: {
       const user = await deps.db.transaction(async (tx) => {
         // Consuming is the check: of two resets racing with one token, one gets here.
         if (!(await createPasswordResetRepository({ db: tx }).consume(email, tokenHash, notBefore))) return
-        const txUsers = createUsersService({ db: tx, clock })
+        const txUsers = users.within(tx)
         const found = await txUsers.findByEmail(email)
         const updated = found && (await txUsers.setPasswordHash(found, passwordHash))
         // Tells the owner at once, in case it was not them.
@@ -118,7 +121,17 @@ export function createPasswordResetService(deps: {
         return updated
       })
       if (!user) throw invalidToken()
+      await deps.events.publish('PasswordChanged', { userId: user.id, kept: null })
       return user
+    },
+
+    /**
+     * In an account deletion's transaction: the token of its address goes with it (keyed by
+     * email, it has no foreign key to cascade). Nothing to do after commit.
+     */
+    async releaseAccount(tx: Db, user: UserRow): Promise<() => Promise<void>> {
+      await createPasswordResetRepository({ db: tx }).deleteFor(user.email)
+      return async () => {}
     },
 
     /**

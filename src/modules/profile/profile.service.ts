@@ -2,21 +2,20 @@ import type { Db } from '../../db/client.ts'
 import type { UserRow } from '../../db/schema/index.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { passwordConfirmationRequired, unauthenticated, ValidationError } from '../../lib/errors.ts'
+import type { EventBus } from '../../lib/events.ts'
 import { renderMail } from '../../lib/mail/message.ts'
 import { hashPassword } from '../../lib/passwords.ts'
+import type { SessionRef } from '../../lib/sessions/session-store.ts'
 import type { FieldErrors } from '../../lib/validation.ts'
+import type { ServiceEvents } from '../../plugins/events.ts'
 import type { Mailer } from '../../plugins/mailer.ts'
-import { refuseToDeleteLastAdmin } from '../admin/users/admin-users.service.ts'
 import type { EmailVerificationService } from '../email-verification/email-verification.service.ts'
-import { createUsersService, type UsersService } from '../users/users.service.ts'
-import type { ProfilePhotosService } from './photos/profile-photos.service.ts'
+import type { AccountDeletionService } from '../users/account-deletion.service.ts'
+import type { UsersService } from '../users/users.service.ts'
 import type { ProfileBody, UpdatePasswordBody } from './profile.schemas.ts'
 
 // Stored as E.164: "+" and the digits, whatever separators were typed.
 const e164 = (phone: string) => `+${phone.replace(/\D/g, '')}`
-
-/** In an account deletion's transaction, what other modules let go of; answers what to do after commit. */
-export type ReleaseAccount = (tx: Db, user: UserRow) => Promise<() => Promise<void>>
 
 /** To the account's address after a password update, in case it was not its owner. */
 const passwordChangedMail = (user: UserRow) =>
@@ -34,11 +33,11 @@ export function createProfileService(deps: {
   clock: Clock
   users: UsersService
   verification: EmailVerificationService
-  photos: ProfilePhotosService
   mailer: Pick<Mailer, 'queue'>
-  releaseChat: ReleaseAccount
+  accountDeletion: AccountDeletionService
+  events: EventBus<ServiceEvents>
 }) {
-  const { users, verification, photos } = deps
+  const { users, verification } = deps
 
   return {
     /**
@@ -56,7 +55,7 @@ export function createProfileService(deps: {
       const emailChanged = input.email.trim().toLowerCase() !== user.email.toLowerCase()
       if (emailChanged && !passwordConfirmed) throw passwordConfirmationRequired()
       const updated = await deps.db.transaction(async (tx) => {
-        const saved = await createUsersService({ db: tx, clock: deps.clock }).updateProfile(user, changes, {
+        const saved = await users.within(tx).updateProfile(user, changes, {
           pendingEmail: true,
         })
         if (saved && emailChanged) await verification.announceEmailChange(saved, tx)
@@ -71,7 +70,7 @@ export function createProfileService(deps: {
      * both problems are reported together, as Laravel's validator does. The new hash and the notice
      * to the account's address are written in one transaction (the hash is computed before it).
      */
-    async updatePassword(user: UserRow, input: UpdatePasswordBody): Promise<void> {
+    async updatePassword(user: UserRow, input: UpdatePasswordBody, kept: SessionRef | null): Promise<void> {
       const errors: FieldErrors = {}
       try {
         await users.confirmPassword(user, input.current_password, 'current_password')
@@ -85,11 +84,12 @@ export function createProfileService(deps: {
       if (Object.keys(errors).length > 0) throw new ValidationError(errors)
       const hash = await hashPassword(input.password)
       const updated = await deps.db.transaction(async (tx) => {
-        const saved = await createUsersService({ db: tx, clock: deps.clock }).setPasswordHash(user, hash)
+        const saved = await users.within(tx).setPasswordHash(user, hash)
         if (saved) await deps.mailer.queue(passwordChangedMail(saved), tx)
         return saved
       })
       if (!updated) throw unauthenticated()
+      await deps.events.publish('PasswordChanged', { userId: user.id, kept })
     },
 
     /**
@@ -98,13 +98,7 @@ export function createProfileService(deps: {
      */
     async deleteAccount(user: UserRow, password: string): Promise<void> {
       await users.confirmPassword(user, password)
-      const { deleted, afterCommit } = await deps.db.transaction(async (tx) => {
-        await refuseToDeleteLastAdmin(tx, user)
-        const afterCommit = await deps.releaseChat(tx, user)
-        return { deleted: await createUsersService({ db: tx, clock: deps.clock }).delete(user), afterCommit }
-      })
-      await afterCommit()
-      await photos.discard(deleted?.profilePhotoPath ?? null)
+      await deps.accountDeletion.deleteOwnAccount(user)
     },
   }
 }

@@ -3,25 +3,13 @@ import type { FastifyInstance } from 'fastify'
 import type { Config } from '../../config.ts'
 import { commonErrorResponses } from '../../lib/http-schemas.ts'
 import { signedInUser } from '../../plugins/guards.ts'
-import { chatDeps } from '../chat/chat.routes.ts'
-import { createGroupsService } from '../chat/groups/groups.service.ts'
-import { endChannelAccessWithItsReason } from './access-ends.ts'
-import { broadcastChatEvents } from './broadcasts.ts'
-import { createChannelRules } from './channels.ts'
 import { ChannelAuthBody, ChannelAuthResponse } from './realtime.schemas.ts'
-import { createChannelAuthService } from './realtime.service.ts'
 import triggerRoutes from './trigger.routes.ts'
 
 /** Channel authorization for the app's Echo client, chat broadcasts, and the trigger API. */
 export default async function realtimeRoutes(fastify: FastifyInstance, { config }: { config: Config }) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const channels = createChannelAuthService({
-    key: config.realtime.key,
-    secret: config.realtime.secret,
-    rules: createChannelRules({ groups: createGroupsService(chatDeps(app, config)), appUrl: config.appUrl }),
-  })
-  broadcastChatEvents(app)
-  endChannelAccessWithItsReason(app)
+  const { channels } = app.services
 
   // Laravel's Broadcast::routes() (and the /api twin Sanctum SPAs use): no CSRF check, as there;
   // the SameSite=Lax session cookie and the CORS allowlist keep other sites out.

@@ -1,11 +1,10 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import type { Config } from '../../config.ts'
 import { commonErrorResponses, MessageResponse } from '../../lib/http-schemas.ts'
 import { throttleAddress } from '../../lib/rate-limit/address.ts'
 import { signedInUser, type ThrottleRule } from '../../plugins/guards.ts'
 import { ContactFormBody, ReportIssueBody, SupportRequestBody } from './support.schemas.ts'
-import { createSupportService, type Origin } from './support.service.ts'
+import type { Origin } from './support.service.ts'
 
 // Each form mails two people: the public one is held to 5 a minute per address, the signed-in ones
 // to 10 a minute per user, so none can be used to flood the desk or an inbox.
@@ -28,14 +27,9 @@ const originOf = (request: FastifyRequest): Origin => ({
 })
 
 /** The contact form (public, CSRF-exempt), the support request and the issue report. */
-export default async function supportRoutes(fastify: FastifyInstance, { config }: { config: Config }) {
+export default async function supportRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const support = createSupportService({
-    db: app.db,
-    clock: app.clock,
-    supportEmail: config.supportEmail,
-    queueMail: (mail, tx) => app.mailer.queue(mail, tx),
-  })
+  const { support } = app.services
   const tags = ['support']
   const response = { 200: MessageResponse, ...commonErrorResponses }
 

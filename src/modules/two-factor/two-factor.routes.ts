@@ -1,10 +1,8 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
-import type { Config } from '../../config.ts'
 import { commonErrorResponses } from '../../lib/http-schemas.ts'
 import { throttleAddress } from '../../lib/rate-limit/address.ts'
 import { signedInUser, type ThrottleRule } from '../../plugins/guards.ts'
-import { createUsersService } from '../users/users.service.ts'
 import { currentPasswordThrottle } from '../users/users.throttles.ts'
 import { createTwoFactorLockout } from './two-factor.lockout.ts'
 import {
@@ -16,7 +14,6 @@ import {
   RecoveryCodes,
   TwoFactorStateResponse,
 } from './two-factor.schemas.ts'
-import { createTwoFactorService } from './two-factor.service.ts'
 
 // Fortify's `two-factor` limiter: 5 a minute per pending login (`login.id`), counting every attempt;
 // without one, per session, so probing without a password is limited too. Pending logins of one
@@ -34,10 +31,9 @@ const challengeThrottle: ThrottleRule = {
 }
 
 /** Two-factor authentication: Fortify's management routes under /api/user, and the login challenge. */
-export default async function twoFactorRoutes(fastify: FastifyInstance, { config }: { config: Config }) {
+export default async function twoFactorRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const users = createUsersService({ db: app.db, clock: app.clock })
-  const twoFactor = createTwoFactorService({ users, clock: app.clock, appKey: config.appKey })
+  const { users, twoFactor } = app.services
   const tags = ['two-factor']
   const session = { auth: 'session' } as const
   // Fortify's `password.confirm` on its 2FA routes: 423 without a recent confirmation, before the body.

@@ -3,7 +3,6 @@ import type { FastifyInstance } from 'fastify'
 import { commonErrorResponses } from '../../lib/http-schemas.ts'
 import { signedInUser } from '../../plugins/guards.ts'
 import { MAX_DOCUMENT_BYTES, USER_DATA_KINDS, UserDocument } from './user-data.schemas.ts'
-import { createUserDataService } from './user-data.service.ts'
 
 // Room above the 64 KiB document limit for whitespace and escapes in the raw body, which the
 // service measures again as compact JSON; anything larger is refused (413) before it is parsed.
@@ -12,7 +11,7 @@ const BODY_LIMIT = 2 * MAX_DOCUMENT_BYTES
 /** `GET`/`POST /api/user/{onboarding,preferences,settings}`: one JSON object of each kind per user. */
 export default async function userDataRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const documents = createUserDataService({ db: app.db, clock: app.clock })
+  const documents = app.services.userData
   const tags = ['user data']
 
   for (const kind of USER_DATA_KINDS) {

@@ -1,14 +1,8 @@
 import { and, eq, gt, isNotNull, isNull, lt, or, sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
-import {
-  BCRYPT_COST,
-  IS_BCRYPT,
-  type NewUserRow,
-  passwordResetTokens,
-  type UserRow,
-  users,
-} from '../../db/schema/index.ts'
-import { announceUserChanged } from '../../lib/user-changes.ts'
+import { BCRYPT_COST, IS_BCRYPT, type NewUserRow, type UserRow, users } from '../../db/schema/index.ts'
+import type { EventBus } from '../../lib/events.ts'
+import type { ServiceEvents } from '../../plugins/events.ts'
 
 const UNIQUE_VIOLATION = '23505'
 
@@ -20,7 +14,13 @@ export function isUniqueViolation(error: unknown): boolean {
   return false
 }
 
-export function createUsersRepository({ db }: { db: Db }) {
+/**
+ * The one writer of the users table. Every write announces `UserChanged`, so whatever keeps users
+ * in memory (the session plugin's short cache) forgets them; inside a transaction that is before
+ * the commit, which listeners allow for.
+ */
+export function createUsersRepository({ db, events }: { db: Db; events: EventBus<ServiceEvents> }) {
+  const changed = (userId: number) => events.emit('UserChanged', { userId })
   return {
     async findById(id: number): Promise<UserRow | undefined> {
       const [row] = await db.select().from(users).where(eq(users.id, id)).limit(1)
@@ -57,7 +57,7 @@ export function createUsersRepository({ db }: { db: Db }) {
     /** Changes the given columns; answers the updated row (undefined when the user is gone). */
     async update(id: number, values: Partial<NewUserRow>): Promise<UserRow | undefined> {
       const [row] = await db.update(users).set(values).where(eq(users.id, id)).returning()
-      announceUserChanged(id)
+      changed(id)
       return row
     },
 
@@ -71,7 +71,7 @@ export function createUsersRepository({ db }: { db: Db }) {
         .set({ twoFactorLastStep: step })
         .where(and(eq(users.id, id), or(isNull(users.twoFactorLastStep), lt(users.twoFactorLastStep, step))))
         .returning({ id: users.id })
-      if (rows.length > 0) announceUserChanged(id)
+      if (rows.length > 0) changed(id)
       return rows.length > 0
     },
 
@@ -82,7 +82,7 @@ export function createUsersRepository({ db }: { db: Db }) {
         .set({ twoFactorRecoveryCodes: next, updatedAt: now })
         .where(and(eq(users.id, id), eq(users.twoFactorRecoveryCodes, expected)))
         .returning({ id: users.id })
-      if (rows.length > 0) announceUserChanged(id)
+      if (rows.length > 0) changed(id)
       return rows.length > 0
     },
 
@@ -125,7 +125,7 @@ export function createUsersRepository({ db }: { db: Db }) {
           ),
         )
         .returning({ id: users.id })
-      if (rows.length > 0) announceUserChanged(id)
+      if (rows.length > 0) changed(id)
       return rows.length > 0
     },
 
@@ -136,7 +136,7 @@ export function createUsersRepository({ db }: { db: Db }) {
     ): Promise<UserRow | 'email-taken' | undefined> {
       try {
         const [row] = await db.update(users).set(values).where(eq(users.id, id)).returning()
-        announceUserChanged(id)
+        changed(id)
         return row
       } catch (error) {
         if (isUniqueViolation(error)) return 'email-taken'
@@ -159,7 +159,7 @@ export function createUsersRepository({ db }: { db: Db }) {
           .set({ email: pending, pendingEmail: null, emailVerifiedAt: now, updatedAt: now })
           .where(and(eq(users.id, id), eq(users.pendingEmail, pending)))
           .returning()
-        if (row) announceUserChanged(id)
+        if (row) changed(id)
         return row
       } catch (error) {
         if (isUniqueViolation(error)) return 'email-taken'
@@ -190,26 +190,31 @@ export function createUsersRepository({ db }: { db: Db }) {
           .returning()
         return user && { user, previous: current.path }
       })
-      announceUserChanged(id)
+      changed(id)
       return swapped
     },
 
-    /**
-     * Deletes the user (sessions and user data go with it, by foreign key) and the password reset
-     * token of its address (keyed by email, no foreign key); answers the deleted row.
-     */
+    /** Deletes the user (sessions and user data go with it, by foreign key); answers the deleted row. */
     async delete(id: number): Promise<UserRow | undefined> {
-      const row = await db.transaction(async (tx) => {
-        const [deleted] = await tx.delete(users).where(eq(users.id, id)).returning()
-        if (deleted) {
-          await tx
-            .delete(passwordResetTokens)
-            .where(sql`lower(${passwordResetTokens.email}) = lower(${deleted.email})`)
-        }
-        return deleted
-      })
-      announceUserChanged(id)
+      const [row] = await db.delete(users).where(eq(users.id, id)).returning()
+      changed(id)
       return row
+    },
+
+    /**
+     * Locks the rows of every admin who can sign in (not blocked) and answers their ids. Every admin
+     * change (and an admin deleting their own account) takes this lock first, in id order, so two
+     * admins demoting, blocking or deleting each other at once take turns and the second sees the
+     * first's result.
+     */
+    async lockActiveAdmins(): Promise<number[]> {
+      const rows = await db
+        .select({ id: users.id })
+        .from(users)
+        .where(and(eq(users.isAdmin, true), isNull(users.blockedAt)))
+        .orderBy(users.id)
+        .for('update')
+      return rows.map((row) => row.id)
     },
 
     /** Replaces the password hash; answers the updated row (undefined when the user is gone). */
@@ -219,7 +224,7 @@ export function createUsersRepository({ db }: { db: Db }) {
         .set({ password, updatedAt: now })
         .where(eq(users.id, id))
         .returning()
-      announceUserChanged(id)
+      changed(id)
       return row
     },
   }

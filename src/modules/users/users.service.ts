@@ -2,7 +2,9 @@ import type { Db } from '../../db/client.ts'
 import type { UserRow } from '../../db/schema/index.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { ValidationError } from '../../lib/errors.ts'
+import type { EventBus } from '../../lib/events.ts'
 import { hashPassword, verifyLoginPassword, verifyPassword } from '../../lib/passwords.ts'
+import type { ServiceEvents } from '../../plugins/events.ts'
 import { createUsersRepository } from './users.repository.ts'
 
 export interface NewUser {
@@ -29,8 +31,19 @@ export interface ProfileChanges {
 
 const emailTaken = () => ValidationError.withMessages({ email: ['The email has already been taken.'] })
 
-export function createUsersService({ db, clock }: { db: Db; clock: Clock }) {
-  const repo = createUsersRepository({ db })
+export interface UsersDeps {
+  db: Db
+  clock: Clock
+  events: EventBus<ServiceEvents>
+}
+
+/** The users service; `within(tx)` is the same service inside the caller's transaction. */
+export function createUsersService(deps: UsersDeps) {
+  return { ...usersOver(deps), within: (tx: Db) => usersOver({ ...deps, db: tx }) }
+}
+
+function usersOver({ db, clock, events }: UsersDeps) {
+  const repo = createUsersRepository({ db, events })
   return {
     findById: (id: number) => repo.findById(id),
     findByEmail: (email: string) => repo.findByEmail(email.trim()),
@@ -124,6 +137,16 @@ export function createUsersService({ db, clock }: { db: Db; clock: Clock }) {
      */
     delete: (user: UserRow) => repo.delete(user.id),
 
+    /** Makes the user an admin or a plain user; answers the updated row (undefined when gone). */
+    setAdmin: (user: UserRow, isAdmin: boolean) => repo.update(user.id, { isAdmin, updatedAt: clock.now() }),
+
+    /** Blocks (at `blockedAt`) or unblocks (null) the user; answers the updated row (undefined when gone). */
+    setBlockedAt: (user: UserRow, blockedAt: Date | null) =>
+      repo.update(user.id, { blockedAt, updatedAt: clock.now() }),
+
+    /** Locks the rows of the admins who can sign in, in the caller's transaction; answers their ids. */
+    lockActiveAdmins: () => repo.lockActiveAdmins(),
+
     /** Writes the two-factor columns (secret, recovery codes, confirmation, last step) together. */
     async updateTwoFactor(user: UserRow, values: TwoFactorColumns): Promise<UserRow> {
       return (await repo.update(user.id, { ...values, updatedAt: clock.now() })) ?? user
@@ -164,7 +187,7 @@ export function createUsersService({ db, clock }: { db: Db; clock: Clock }) {
       }
       const row = andThen
         ? await db.transaction(async (tx) => {
-            const inserted = await createUsersRepository({ db: tx }).insert(values)
+            const inserted = await createUsersRepository({ db: tx, events }).insert(values)
             if (inserted) await andThen(inserted, tx)
             return inserted
           })

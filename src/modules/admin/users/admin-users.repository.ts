@@ -1,7 +1,6 @@
 import { and, desc, eq, ilike, isNotNull, isNull, or, type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../../../db/client.ts'
 import { type UserRow, users } from '../../../db/schema/index.ts'
-import { announceUserChanged } from '../../../lib/user-changes.ts'
 
 export interface UserFilters {
   q?: string
@@ -44,43 +43,8 @@ export function createAdminUsersRepository({ db }: { db: Db }) {
         .offset(offset)
     },
 
-    /**
-     * Locks the rows of every admin who can sign in (not blocked) and answers their ids. Every admin
-     * change takes this lock first, in id order, so two admins demoting, blocking or deleting each
-     * other at once take turns and the second sees the first's result.
-     */
-    async lockActiveAdmins(): Promise<number[]> {
-      const rows = await db
-        .select({ id: users.id })
-        .from(users)
-        .where(and(eq(users.isAdmin, true), isNull(users.blockedAt)))
-        .orderBy(users.id)
-        .for('update')
-      return rows.map((row) => row.id)
-    },
-
     async findForUpdate(id: number): Promise<UserRow | undefined> {
       const [row] = await db.select().from(users).where(eq(users.id, id)).for('update')
-      return row
-    },
-
-    async setAdmin(id: number, isAdmin: boolean, now: Date): Promise<UserRow | undefined> {
-      const [row] = await db
-        .update(users)
-        .set({ isAdmin, updatedAt: now })
-        .where(eq(users.id, id))
-        .returning()
-      announceUserChanged(id)
-      return row
-    },
-
-    async setBlockedAt(id: number, blockedAt: Date | null, now: Date): Promise<UserRow | undefined> {
-      const [row] = await db
-        .update(users)
-        .set({ blockedAt, updatedAt: now })
-        .where(eq(users.id, id))
-        .returning()
-      announceUserChanged(id)
       return row
     },
   }

@@ -3,11 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Config } from '../../../config.ts'
 import { commonErrorResponses, MessageResponse, Paginated } from '../../../lib/http-schemas.ts'
 import { signedInUser } from '../../../plugins/guards.ts'
-import { chatAccountRelease } from '../../chat/chat.routes.ts'
-import { createLedgerService } from '../../credits/ledger.service.ts'
-import { createEmailVerificationService } from '../../email-verification/email-verification.service.ts'
-import { createProfilePhotosService } from '../../profile/photos/profile-photos.service.ts'
-import { createUsersService } from '../../users/users.service.ts'
+import { sessionRefOfRequest } from '../../../plugins/session.ts'
 import {
   AdminUserResponse,
   ChangeRoleBody,
@@ -18,25 +14,11 @@ import {
   UserIdParams,
   UserParams,
 } from './admin-users.schemas.ts'
-import { createAdminUsersService } from './admin-users.service.ts'
 
 /** Admin user management: list, create, show, edit, delete, block and unblock, change the role. */
 export default async function adminUsersRoutes(fastify: FastifyInstance, { config }: { config: Config }) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const users = createUsersService({ db: app.db, clock: app.clock })
-  const verification = createEmailVerificationService({ config, clock: app.clock, mailer: app.mailer, users })
-  const photos = createProfilePhotosService({ users, storage: app.storage, log: app.log })
-  const ledger = createLedgerService({ db: app.db, clock: app.clock })
-  const admin = createAdminUsersService({
-    db: app.db,
-    clock: app.clock,
-    appUrl: config.appUrl,
-    queueMail: (mail, tx) => app.mailer.queue(mail, tx),
-    verificationUrl: verification.verificationUrl,
-    creditsOf: (userId) => ledger.summary(userId),
-    discardPhoto: photos.discard,
-    releaseChat: chatAccountRelease(app, config),
-  })
+  const { adminUsers: admin } = app.services
   const tags = ['admin']
   const guard = { auth: 'admin' } as const
   const userResponse = { 200: AdminUserResponse, ...commonErrorResponses }
@@ -89,14 +71,13 @@ export default async function adminUsersRoutes(fastify: FastifyInstance, { confi
       },
     },
     async (request) => {
-      const { user, passwordChanged } = await admin.update(
+      // A new password signs the user out everywhere (but this session, when admins edit themselves).
+      return admin.update(
         signedInUser(request),
         request.params.id,
         request.body,
+        sessionRefOfRequest(request),
       )
-      // A new password signs the user out everywhere (but this session, when admins edit themselves).
-      if (passwordChanged) await app.sessionControl.endSessionsOf(user.id, request)
-      return user
     },
   )
 
@@ -113,8 +94,6 @@ export default async function adminUsersRoutes(fastify: FastifyInstance, { confi
     },
     async (request) => {
       await admin.remove(signedInUser(request), request.params.id)
-      // The sessions went with the account; what it holds open (sockets) goes now.
-      await app.sessionControl.lockOut(request.params.id)
       return { message: 'User deleted.' }
     },
   )

@@ -2,10 +2,14 @@ import type { Db } from '../../../db/client.ts'
 import type { UserRow } from '../../../db/schema/index.ts'
 import type { Clock } from '../../../lib/clock.ts'
 import { forbidden, HttpError, ValidationError } from '../../../lib/errors.ts'
+import type { EventBus } from '../../../lib/events.ts'
 import { type LengthAwarePage, paginate } from '../../../lib/laravel.ts'
 import type { MailMessage } from '../../../lib/mail/message.ts'
+import type { SessionRef } from '../../../lib/sessions/session-store.ts'
+import type { ServiceEvents } from '../../../plugins/events.ts'
+import type { AccountDeletionService } from '../../users/account-deletion.service.ts'
 import type { CreditSummary } from '../../users/users.presenters.ts'
-import { createUsersService } from '../../users/users.service.ts'
+import type { UsersService } from '../../users/users.service.ts'
 import {
   adminPasswordChangedMail,
   userBlockedUnblockedMail,
@@ -31,10 +35,9 @@ export interface AdminUsersDeps {
   /** The signed email-verification link for the user's current address. */
   verificationUrl(user: UserRow): string
   creditsOf(userId: number): Promise<CreditSummary>
-  /** Removes a deleted user's profile photo file. */
-  discardPhoto(path: string | null): Promise<void>
-  /** In the deletion's transaction, hands over the user's chat groups; answers what to do after commit. */
-  releaseChat(tx: Db, user: UserRow): Promise<() => Promise<void>>
+  users: UsersService
+  accountDeletion: AccountDeletionService
+  events: EventBus<ServiceEvents>
 }
 
 /** Laravel's ModelNotFoundException, as route model binding answers an unknown id. */
@@ -54,29 +57,17 @@ function checkConfirmation(input: { password?: string; password_confirmation?: s
   }
 }
 
-/**
- * In the transaction deleting `user`'s account by their own hand (DELETE /api/user-profile): takes
- * the active admins' row locks, as every admin change does, and refuses (403) when `user` is the last
- * admin who can sign in, so the service is never left without one, however the changes interleave.
- */
-export async function refuseToDeleteLastAdmin(tx: Db, user: UserRow): Promise<void> {
-  const admins = await createAdminUsersRepository({ db: tx }).lockActiveAdmins()
-  if (admins.length === 1 && admins[0] === user.id) {
-    throw forbidden('The last administrator cannot delete their own account.')
-  }
-}
-
 interface Locked {
   tx: Db
   repo: AdminUsersRepository
+  users: ReturnType<UsersService['within']>
   /** Ids of the admins who can sign in, their rows locked for this transaction. */
   admins: number[]
 }
 
 export function createAdminUsersService(deps: AdminUsersDeps) {
-  const { db, clock, appUrl, queueMail } = deps
+  const { db, clock, appUrl, queueMail, users, events } = deps
   const repo = createAdminUsersRepository({ db })
-  const users = createUsersService({ db, clock })
 
   const present = async (user: UserRow): Promise<AdminUserResponse> =>
     presentAdminUser(user, { appUrl, credits: await deps.creditsOf(user.id) })
@@ -88,10 +79,10 @@ export function createAdminUsersService(deps: AdminUsersDeps) {
    */
   function asAdmin<T>(actor: UserRow, change: (locked: Locked) => Promise<T>): Promise<T> {
     return db.transaction(async (tx) => {
-      const lockedRepo = createAdminUsersRepository({ db: tx })
-      const admins = await lockedRepo.lockActiveAdmins()
+      const lockedUsers = users.within(tx)
+      const admins = await lockedUsers.lockActiveAdmins()
       if (!admins.includes(actor.id)) throw forbidden()
-      return change({ tx, repo: lockedRepo, admins })
+      return change({ tx, repo: createAdminUsersRepository({ db: tx }), users: lockedUsers, admins })
     })
   }
 
@@ -105,7 +96,7 @@ export function createAdminUsersService(deps: AdminUsersDeps) {
   async function applyRole(locked: Locked, user: UserRow, isAdmin: boolean, field: string): Promise<UserRow> {
     if (user.isAdmin === isAdmin) return user
     if (!isAdmin && locked.admins.length === 1 && locked.admins[0] === user.id) throw lastAdmin(field)
-    const updated = (await locked.repo.setAdmin(user.id, isAdmin, clock.now())) ?? user
+    const updated = (await locked.users.setAdmin(user, isAdmin)) ?? user
     await queueMail(userRoleChangedMail(updated), locked.tx)
     return updated
   }
@@ -143,8 +134,8 @@ export function createAdminUsersService(deps: AdminUsersDeps) {
     /** Creates an account as registration would (unverified), and mails UserCreated with a verification link. */
     async create(actor: UserRow, input: CreateUserBody): Promise<AdminUserResponse> {
       checkConfirmation(input)
-      const user = await asAdmin(actor, async ({ tx }) => {
-        const created = await createUsersService({ db: tx, clock }).create({
+      const user = await asAdmin(actor, async ({ tx, users: lockedUsers }) => {
+        const created = await lockedUsers.create({
           name: input.name,
           email: input.email,
           password: input.password,
@@ -159,16 +150,17 @@ export function createAdminUsersService(deps: AdminUsersDeps) {
     /**
      * Name and email as a profile update does them (a new address is unverified again); a password
      * (mailed about, to the account's address as updated) and a role only when sent.
-     * `passwordChanged` tells the caller to end the user's other sessions.
+     * A new password ends the user's sessions, all but `kept` (the actor's own, when editing themself).
      */
     async update(
       actor: UserRow,
       id: number,
       input: UpdateUserBody,
-    ): Promise<{ user: AdminUserResponse; passwordChanged: boolean }> {
+      kept: SessionRef | null,
+    ): Promise<AdminUserResponse> {
       checkConfirmation(input)
       const user = await asAdmin(actor, async (locked) => {
-        const lockedUsers = createUsersService({ db: locked.tx, clock })
+        const lockedUsers = locked.users
         const current = await target(locked, id)
         let updated = await lockedUsers.updateProfile(current, { name: input.name, email: input.email })
         if (!updated) throw userNotFound(id)
@@ -181,19 +173,17 @@ export function createAdminUsersService(deps: AdminUsersDeps) {
           updated = await applyRole(locked, updated, input.is_admin, 'is_admin')
         return updated
       })
-      return { user: await present(user), passwordChanged: input.password !== undefined }
+      if (input.password !== undefined) await events.publish('PasswordChanged', { userId: user.id, kept })
+      return present(user)
     },
 
     /** Deletes another user with everything they own (foreign keys cascade: sessions too) and their photo. */
     async remove(actor: UserRow, id: number): Promise<void> {
       if (id === actor.id) throw forbidden('You cannot delete your own account.')
-      const { deleted, afterCommit } = await asAdmin(actor, async (locked) => {
-        const user = await target(locked, id)
-        const afterCommit = await deps.releaseChat(locked.tx, user)
-        return { deleted: await createUsersService({ db: locked.tx, clock }).delete(user), afterCommit }
-      })
+      const afterCommit = await asAdmin(actor, async (locked) =>
+        deps.accountDeletion.deleteWithin(locked.tx, await target(locked, id)),
+      )
       await afterCommit()
-      await deps.discardPhoto(deleted?.profilePhotoPath ?? null)
     },
 
     /** Blocks an unblocked user and unblocks a blocked one; mails UserBlockedUnblocked. */
@@ -202,7 +192,7 @@ export function createAdminUsersService(deps: AdminUsersDeps) {
       const user = await asAdmin(actor, async (locked) => {
         const current = await target(locked, id)
         const now = clock.now()
-        const updated = (await locked.repo.setBlockedAt(id, current.blockedAt ? null : now, now)) ?? current
+        const updated = (await locked.users.setBlockedAt(current, current.blockedAt ? null : now)) ?? current
         await queueMail(userBlockedUnblockedMail(updated), locked.tx)
         return updated
       })

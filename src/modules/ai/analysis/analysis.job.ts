@@ -7,7 +7,7 @@ import { describeFailure } from '../../../lib/errors.ts'
 import type { EventBus } from '../../../lib/events.ts'
 import type { OutboxAttempt } from '../../../lib/outbox/outbox.worker.ts'
 import type { FileStorage } from '../../../lib/storage/storage.ts'
-import type { AppEvents } from '../../../plugins/events.ts'
+import type { ServiceEvents } from '../../../plugins/events.ts'
 import { emitAll, messagePosted } from '../../chat/chat.events.ts'
 import { appendMessage, lockGroupForPost } from '../../chat/messages/append-message.ts'
 import { type AiCallRecorder, INTERRUPTED_REASON } from '../calls/ai-call-recorder.ts'
@@ -28,7 +28,7 @@ export interface AnalysisJobDeps {
   db: Db
   clock: Clock
   appUrl: string
-  events: EventBus<AppEvents>
+  events: EventBus<ServiceEvents>
   storage: FileStorage
   model: ConfiguredModel
   calls: AiCallRecorder

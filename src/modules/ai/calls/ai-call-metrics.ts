@@ -1,12 +1,12 @@
 import type { EventBus } from '../../../lib/events.ts'
 import type { Metrics } from '../../../lib/metrics/metrics.ts'
-import type { AppEvents } from '../../../plugins/events.ts'
+import type { ServiceEvents } from '../../../plugins/events.ts'
 
 /**
  * `ai_calls_total{agent, status}` and `ai_tokens_total{agent, direction}`, from the events the call
  * recorder emits as each call ends (`agent` is the call's source: one of the agents, or `analysis`).
  */
-export function countAiCalls(metrics: Metrics, events: EventBus<AppEvents>): void {
+export function countAiCalls(metrics: Metrics, events: EventBus<ServiceEvents>): void {
   const calls = metrics.counter({
     name: 'ai_calls_total',
     help: 'AI model calls ended, by agent and status (completed, failed, aborted).',

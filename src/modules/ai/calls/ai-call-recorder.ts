@@ -3,7 +3,7 @@ import type { Db } from '../../../db/client.ts'
 import type { RecordedToolCall } from '../../../db/schema/index.ts'
 import type { Clock } from '../../../lib/clock.ts'
 import type { EventBus } from '../../../lib/events.ts'
-import type { AppEvents } from '../../../plugins/events.ts'
+import type { ServiceEvents } from '../../../plugins/events.ts'
 import { createAiCallsRepository, type NewAiCall } from './ai-calls.repository.ts'
 
 /** How a call ended; `reason` is the plain text shown to users and stored (never provider text). */
@@ -33,7 +33,7 @@ export function createAiCallRecorder({
 }: {
   db: Db
   clock: Clock
-  events: EventBus<AppEvents>
+  events: EventBus<ServiceEvents>
 }) {
   const repo = createAiCallsRepository({ db })
   return {

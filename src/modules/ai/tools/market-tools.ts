@@ -1,6 +1,6 @@
 import { Type } from 'typebox'
-import { marketDataRoutes } from '../../market-data/market-data.routes.ts'
-import { MarketBalanceBody } from '../../market-data/market-data.schemas.ts'
+import { marketDataRoutes } from '../../proxy/market-data/market-data.routes.ts'
+import { MarketBalanceBody } from '../../proxy/market-data/market-data.schemas.ts'
 import { TickerSymbol } from '../../proxy/proxy.schemas.ts'
 import type { ProxyCaller } from './proxy-reads.ts'
 import { routeOf } from './proxy-reads.ts'

@@ -1,10 +1,10 @@
 import type { Db } from '../../../db/client.ts'
 import type { ChatGroupRow, UserRow } from '../../../db/schema/index.ts'
+import type { ChatDeps } from '../chat.deps.ts'
 import { type ChatEvent, messagePosted } from '../chat.events.ts'
 import { appendMessage } from '../messages/append-message.ts'
 import { createMessagesRepository } from '../messages/messages.repository.ts'
 import { createGroupsRepository } from './groups.repository.ts'
-import type { ChatDeps } from './groups.service.ts'
 
 /** Removes stored files after the rows naming them are gone; a failure is logged, never answered. */
 export async function removeFiles(deps: Pick<ChatDeps, 'storage' | 'log'>, paths: readonly string[]) {

@@ -1,8 +1,9 @@
-import { and, asc, desc, eq, inArray, ne, sql } from 'drizzle-orm'
+import { and, asc, desc, eq, inArray, lt, ne, sql } from 'drizzle-orm'
 import type { Db } from '../../../db/client.ts'
 import {
   type ChatGroupRow,
   type ChatMemberRow,
+  type ChatMessageRow,
   chatGroupMembers,
   chatGroups,
   chatMessages,
@@ -24,6 +25,52 @@ export interface MemberListing {
 /** Groups and their members: every query of both. */
 export function createGroupsRepository({ db }: { db: Db }) {
   return {
+    /**
+     * Records a new message on its group (newest message, activity) and, unless it is a system
+     * message (news, not conversation: never unread), raises the unread count of every member but its author. Call with the group row locked.
+     */
+    async recordPosted(message: ChatMessageRow): Promise<void> {
+      await db
+        .update(chatGroups)
+        .set({ lastMessageId: message.id, lastActivityAt: message.createdAt })
+        .where(eq(chatGroups.id, message.groupId))
+      if (message.kind === 'system') return
+      await db
+        .update(chatGroupMembers)
+        .set({ unreadCount: sql`${chatGroupMembers.unreadCount} + 1` })
+        .where(
+          and(
+            eq(chatGroupMembers.groupId, message.groupId),
+            sql`${chatGroupMembers.userId} is distinct from ${message.userId}`,
+          ),
+        )
+    },
+
+    /**
+     * After a message was deleted: members who had not read it yet count one unread fewer, and the
+     * group's newest message is looked up again. Call with the group row locked.
+     */
+    async recordDeleted(message: ChatMessageRow): Promise<void> {
+      if (message.kind !== 'system') {
+        await db
+          .update(chatGroupMembers)
+          .set({ unreadCount: sql`greatest(${chatGroupMembers.unreadCount} - 1, 0)` })
+          .where(
+            and(
+              eq(chatGroupMembers.groupId, message.groupId),
+              lt(chatGroupMembers.lastReadMessageId, message.id),
+              sql`${chatGroupMembers.userId} is distinct from ${message.userId}`,
+            ),
+          )
+      }
+      await db
+        .update(chatGroups)
+        .set({
+          lastMessageId: sql`(select max(m.id) from ${chatMessages} m where m.group_id = ${message.groupId})`,
+        })
+        .where(and(eq(chatGroups.id, message.groupId), eq(chatGroups.lastMessageId, message.id)))
+    },
+
     /**
      * The group, its row locked for the caller's transaction when `lock` is set (`share`: only
      * waits for, and holds off, the changes that lock it for update, such as posting).

@@ -1,12 +1,7 @@
-import type { Db } from '../../../db/client.ts'
 import type { UserRow } from '../../../db/schema/index.ts'
-import type { Clock } from '../../../lib/clock.ts'
 import { forbidden, HttpError } from '../../../lib/errors.ts'
-import type { EventBus } from '../../../lib/events.ts'
 import { laravelDate } from '../../../lib/laravel.ts'
-import type { FileStorage } from '../../../lib/storage/storage.ts'
-import type { AppEvents } from '../../../plugins/events.ts'
-import type { Realtime } from '../../../plugins/realtime.ts'
+import type { ChatDeps } from '../chat.deps.ts'
 import { fieldError, groupNotFound } from '../chat.errors.ts'
 import { emitAll, messagePosted } from '../chat.events.ts'
 import { presentChatUser, presentGroup, presentMessage } from '../chat.presenters.ts'
@@ -26,20 +21,6 @@ import {
   type UpdateGroupBody,
   VIEW_MESSAGES,
 } from './groups.schemas.ts'
-
-export interface ChatDeps {
-  db: Db
-  clock: Clock
-  /** APP_URL, the base of photo and attachment URLs. */
-  appUrl: string
-  events: EventBus<AppEvents>
-  storage: FileStorage
-  log: { warn(details: object, message: string): void }
-  /** Who is online: a live socket on their own user channel (the real-time server knows). */
-  presence: Pick<Realtime, 'online' | 'lastSeen'>
-  /** Queues the AI analysis of a message posted with `ask_ai`, in the post's transaction. */
-  askAi?: (tx: Db, question: { groupId: number; messageId: number }) => Promise<void>
-}
 
 const ownerMustStay = () =>
   fieldError('group', 'Hand the group over to another member (owner_id) before leaving it.')

@@ -32,7 +32,7 @@ export async function appendMessage(tx: Db, input: NewChatMessage, appUrl: strin
   const attachments = await repo.insertAttachments(
     (input.files ?? []).map((file) => ({ ...file, messageId: row.id, createdAt: input.at })),
   )
-  await repo.recordPosted(row)
+  await createGroupsRepository({ db: tx }).recordPosted(row)
   return presentMessage({ ...row, author: input.author }, attachments, appUrl)
 }
 

@@ -3,8 +3,6 @@ import type { Db } from '../../../db/client.ts'
 import {
   type ChatAttachmentRow,
   type ChatMessageRow,
-  chatGroupMembers,
-  chatGroups,
   chatMessageAttachments,
   chatMessages,
   users,
@@ -62,29 +60,8 @@ export function createMessagesRepository({ db }: { db: Db }) {
     },
 
     /**
-     * Records a new message on its group (newest message, activity) and, unless it is a system
-     * message (news, not conversation: never unread), raises the unread count of every member but its author. Call with the group row locked.
-     */
-    async recordPosted(message: ChatMessageRow): Promise<void> {
-      await db
-        .update(chatGroups)
-        .set({ lastMessageId: message.id, lastActivityAt: message.createdAt })
-        .where(eq(chatGroups.id, message.groupId))
-      if (message.kind === 'system') return
-      await db
-        .update(chatGroupMembers)
-        .set({ unreadCount: sql`${chatGroupMembers.unreadCount} + 1` })
-        .where(
-          and(
-            eq(chatGroupMembers.groupId, message.groupId),
-            sql`${chatGroupMembers.userId} is distinct from ${message.userId}`,
-          ),
-        )
-    },
-
-    /**
-     * Deletes a message: members who had not read it yet count one unread fewer, and the group's
-     * newest message is looked up again. Answers the paths of its files. Call with the group row locked.
+     * Deletes a message (its attachments go with it, by foreign key); answers the paths of its files.
+     * Call with the group row locked, then tell the group (groups repository, recordDeleted).
      */
     async delete(message: ChatMessageRow): Promise<string[]> {
       const files = await db
@@ -92,24 +69,6 @@ export function createMessagesRepository({ db }: { db: Db }) {
         .from(chatMessageAttachments)
         .where(eq(chatMessageAttachments.messageId, message.id))
       await db.delete(chatMessages).where(eq(chatMessages.id, message.id))
-      if (message.kind !== 'system') {
-        await db
-          .update(chatGroupMembers)
-          .set({ unreadCount: sql`greatest(${chatGroupMembers.unreadCount} - 1, 0)` })
-          .where(
-            and(
-              eq(chatGroupMembers.groupId, message.groupId),
-              lt(chatGroupMembers.lastReadMessageId, message.id),
-              sql`${chatGroupMembers.userId} is distinct from ${message.userId}`,
-            ),
-          )
-      }
-      await db
-        .update(chatGroups)
-        .set({
-          lastMessageId: sql`(select max(m.id) from ${chatMessages} m where m.group_id = ${message.groupId})`,
-        })
-        .where(and(eq(chatGroups.id, message.groupId), eq(chatGroups.lastMessageId, message.id)))
       return files.map((file) => file.path)
     },
 

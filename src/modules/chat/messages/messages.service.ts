@@ -2,6 +2,7 @@ import type { Db } from '../../../db/client.ts'
 import type { UserRow } from '../../../db/schema/index.ts'
 import { forbidden, ValidationError } from '../../../lib/errors.ts'
 import type { StoredFile } from '../../../lib/storage/storage.ts'
+import type { ChatDeps } from '../chat.deps.ts'
 import { attachmentNotFound, messageNotFound } from '../chat.errors.ts'
 import { emitAll, messagePosted } from '../chat.events.ts'
 import { presentMessage } from '../chat.presenters.ts'
@@ -9,7 +10,6 @@ import type { Message } from '../chat.schemas.ts'
 import { accessGroup, canRead, isOwner, requireMember } from '../groups/group-access.ts'
 import { removeFiles } from '../groups/group-changes.ts'
 import { createGroupsRepository } from '../groups/groups.repository.ts'
-import type { ChatDeps } from '../groups/groups.service.ts'
 import { appendMessage } from './append-message.ts'
 import type { StoredUpload } from './attachments.ts'
 import { createMessagesRepository } from './messages.repository.ts'
@@ -136,7 +136,9 @@ export function createMessagesService(deps: ChatDeps) {
         if (!message) throw messageNotFound(messageId)
         const mayDelete = message.userId === user.id || isOwner(access) || user.isAdmin
         if (!mayDelete) throw forbidden('You may delete only your own messages.')
-        return { files: await repo.delete(message), message }
+        const files = await repo.delete(message)
+        await createGroupsRepository({ db: tx }).recordDeleted(message)
+        return { files, message }
       })
       await removeFiles(deps, files)
       emitAll(events, [

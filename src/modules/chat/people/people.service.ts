@@ -1,16 +1,17 @@
 import type { UserRow } from '../../../db/schema/index.ts'
 import { laravelDate } from '../../../lib/laravel.ts'
-import { createUsersService } from '../../users/users.service.ts'
+import type { UsersService } from '../../users/users.service.ts'
+import type { ChatDeps } from '../chat.deps.ts'
 import { userNotFound } from '../chat.errors.ts'
 import { presentChatUser } from '../chat.presenters.ts'
 import { createGroupsRepository } from '../groups/groups.repository.ts'
-import type { ChatDeps } from '../groups/groups.service.ts'
 import type { PersonResponse, PersonStatusResponse } from './people.schemas.ts'
 
 /** Other users as a chat member sees them: only those who share a group with the caller. */
-export function createPeopleService(deps: Pick<ChatDeps, 'db' | 'clock' | 'appUrl' | 'presence'>) {
-  const { db, clock, appUrl } = deps
-  const users = createUsersService({ db, clock })
+export function createPeopleService(
+  deps: Pick<ChatDeps, 'db' | 'clock' | 'appUrl' | 'presence'> & { users: UsersService },
+) {
+  const { db, clock, appUrl, users } = deps
   const groups = createGroupsRepository({ db })
 
   /** The user `id` if the caller may see them (themselves, or someone in a group of theirs). */

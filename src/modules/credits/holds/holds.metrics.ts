@@ -1,4 +1,6 @@
+import type { EventBus } from '../../../lib/events.ts'
 import type { Metrics } from '../../../lib/metrics/metrics.ts'
+import type { ServiceEvents } from '../../../plugins/events.ts'
 
 /** What happened to a hold: placed, settled either way, moved to another order, or refused for want of credits. */
 export type HoldTransition = 'created' | 'captured' | 'released' | 'transferred' | 'refused'
@@ -6,12 +8,13 @@ export type HoldTransition = 'created' | 'captured' | 'released' | 'transferred'
 const TRANSITIONS: readonly HoldTransition[] = ['created', 'captured', 'released', 'transferred', 'refused']
 
 /** Counts `credit_hold_transitions_total{transition}`; every transition's series shows from the start, at 0. */
-export function holdTransitionCounter(metrics: Metrics): (transition: HoldTransition) => void {
+export function countHoldTransitions(metrics: Metrics, events: EventBus<ServiceEvents>): void {
   const counter = metrics.counter({
     name: 'credit_hold_transitions_total',
     help: 'Credit hold state changes (and refusals), by transition.',
     labelNames: ['transition'],
   })
   const series = new Map(TRANSITIONS.map((transition) => [transition, counter.series({ transition })]))
-  return (transition) => series.get(transition)?.inc()
+  events.on('CreditHoldChanged', (e) => series.get(e.transition)?.inc())
+  events.on('CreditHoldRefused', () => series.get('refused')?.inc())
 }

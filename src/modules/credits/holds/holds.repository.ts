@@ -1,12 +1,7 @@
 import { and, count, desc, eq, fillPlaceholders, getTableColumns, sql, type WithSubquery } from 'drizzle-orm'
 import type { Db } from '../../../db/client.ts'
-import {
-  type CreditHoldRow,
-  creditAccounts,
-  creditHolds,
-  creditTransactions,
-  type HoldStatus,
-} from '../../../db/schema/index.ts'
+import { type CreditHoldRow, creditHolds, type HoldStatus } from '../../../db/schema/index.ts'
+import { ledgerStatementParts } from '../ledger.repository.ts'
 
 export interface NewHold {
   userId: number
@@ -69,17 +64,8 @@ function isOrderClash(error: unknown): boolean {
  * `raced` and the caller runs the statement again after taking the lock (so with a fresh snapshot).
  */
 function holdStatements(db: Db) {
-  const userIs = eq(creditAccounts.userId, p('userId'))
-  const account = db
-    .$with('account')
-    .as(
-      db
-        .select({ balance: creditAccounts.balance, held: creditAccounts.held })
-        .from(creditAccounts)
-        .where(userIs)
-        .for('update'),
-    )
-  const locked = sql`exists (select 1 from ${account})`
+  const ledger = ledgerStatementParts(db)
+  const { account, locked } = ledger
   const ownOrder = and(eq(creditHolds.userId, p('userId')), eq(creditHolds.brokerParentOrderId, p('orderId')))
   const amount = sql`${p('amount')}::numeric`
   const now = sql`${p('now')}::timestamptz`
@@ -87,20 +73,7 @@ function holdStatements(db: Db) {
   // Create: lock; the order's hold if any; else reserve the amount (if spendable covers it) and
   // insert the hold. A hold another request inserted after the snapshot fails the insert (unique).
   const existing = db.$with('existing').as(db.select().from(creditHolds).where(ownOrder))
-  const reserved = db.$with('reserved').as(
-    db
-      .update(creditAccounts)
-      .set({ held: sql`${creditAccounts.held} + ${amount}`, updatedAt: now })
-      .where(
-        and(
-          userIs,
-          locked,
-          sql`not exists (select 1 from ${existing})`,
-          sql`${creditAccounts.balance} - (${creditAccounts.held} + ${amount}) >= 0`,
-        ),
-      )
-      .returning({ userId: creditAccounts.userId }),
-  )
+  const reserved = ledger.reserve(amount, now, sql`not exists (select 1 from ${existing})`)
   // drizzle's insert ... select wants every column (the identity too), so this one is written out.
   const created = db.$with('created', holdColumns).as(
     sql`insert into ${creditHolds} (${column(creditHolds.userId)}, ${column(creditHolds.brokerParentOrderId)},
@@ -139,34 +112,9 @@ function holdStatements(db: Db) {
         .where(and(ownOrder, eq(creditHolds.status, 'held'), locked))
         .returning(),
     )
-    const moved = db.$with('moved').as(
-      db
-        .update(creditAccounts)
-        .set({
-          held: sql`${creditAccounts.held} - ${settled.creditsAmount}`,
-          ...(status === 'captured'
-            ? { balance: sql`${creditAccounts.balance} - ${settled.creditsAmount}` }
-            : {}),
-          updatedAt: now,
-        })
-        .from(settled)
-        // The user's id as a parameter too, so the row is found by its key, however many accounts.
-        .where(and(userIs, eq(creditAccounts.userId, settled.userId)))
-        .returning({ balance: creditAccounts.balance }),
-    )
+    const moved = ledger.settle(settled, status === 'captured', now)
     const ctes: WithSubquery[] = [account, seen, settled, moved]
-    if (status === 'captured') {
-      // The balance the update above answers is this row's balance_after: the account stays locked
-      // until commit, so ledger rows of one user get their ids in the order of their balances.
-      const debit = db.$with('debit', { id: creditTransactions.id }).as(
-        sql`insert into ${creditTransactions} (${column(creditTransactions.userId)}, ${column(creditTransactions.amount)},
-          ${column(creditTransactions.kind)}, ${column(creditTransactions.reference)},
-          ${column(creditTransactions.balanceAfter)}, ${column(creditTransactions.createdAt)})
-          select ${settled.userId}, -${settled.creditsAmount}, 'hold_capture', ${settled.brokerParentOrderId},
-          ${moved.balance}, ${now} from ${settled}, ${moved} returning ${column(creditTransactions.id)}`,
-      )
-      ctes.push(debit)
-    }
+    if (status === 'captured') ctes.push(ledger.captureDebit(settled, moved, now))
     return db
       .with(...ctes)
       .select({ status: seen.status, settled: holdFieldsOf(settled) })

@@ -3,11 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Config } from '../../../config.ts'
 import { commonErrorResponses, MessageResponse, Paginated } from '../../../lib/http-schemas.ts'
 import { signedInUser } from '../../../plugins/guards.ts'
-import { notifyOrderStatus } from '../../realtime/broadcasts.ts'
 import { PageQuery } from '../credits.schemas.ts'
-import { createLedgerService } from '../ledger.service.ts'
-import { holdTransitionCounter } from './holds.metrics.ts'
-import { presentHold } from './holds.presenters.ts'
 import {
   CapturedResponse,
   CreateHoldBody,
@@ -17,20 +13,11 @@ import {
   TransferHoldBody,
   TransferredResponse,
 } from './holds.schemas.ts'
-import { createHoldsService } from './holds.service.ts'
 
 /** `/api/credit-holds`: reserve credits for automated parent orders, then capture or release them. */
 export default async function creditHoldsRoutes(fastify: FastifyInstance, { config }: { config: Config }) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const ledger = createLedgerService({ db: app.db, clock: app.clock })
-  const holds = createHoldsService({
-    db: app.db,
-    clock: app.clock,
-    ledger,
-    holdDefault: config.credits.holdDefault,
-    onChange: (userId, hold) => notifyOrderStatus(app, userId, hold),
-    onTransition: holdTransitionCounter(app.metrics),
-  })
+  const { holds } = app.services
   const tags = ['credit holds']
   const guard = { auth: 'session' as const }
 
@@ -62,7 +49,7 @@ export default async function creditHoldsRoutes(fastify: FastifyInstance, { conf
     },
     async (request, reply) => {
       const { hold, created } = await holds.create(signedInUser(request).id, request.body)
-      return reply.code(created ? 201 : 200).send(presentHold(hold))
+      return reply.code(created ? 201 : 200).send(hold)
     },
   )
 

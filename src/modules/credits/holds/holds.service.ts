@@ -3,10 +3,11 @@ import type { CreditHoldRow, HoldStatus } from '../../../db/schema/index.ts'
 import type { Clock } from '../../../lib/clock.ts'
 import { creditUnitsToNumber, toCreditString, toCreditUnits } from '../../../lib/decimal.ts'
 import { HttpError, ValidationError } from '../../../lib/errors.ts'
+import type { EventBus } from '../../../lib/events.ts'
 import { type LengthAwarePage, paginate } from '../../../lib/laravel.ts'
+import type { ServiceEvents } from '../../../plugins/events.ts'
 import { DEFAULT_PER_PAGE, type PageQuery } from '../credits.schemas.ts'
 import { insufficientCredits, type LedgerService } from '../ledger.service.ts'
-import type { HoldTransition } from './holds.metrics.ts'
 import { presentHold } from './holds.presenters.ts'
 import { createHoldsRepository, type HoldsRepository, type SettledStatus } from './holds.repository.ts'
 import type { CreateHoldBody, HoldResponse, TransferHoldBody } from './holds.schemas.ts'
@@ -17,10 +18,8 @@ export interface HoldsDeps {
   ledger: LedgerService
   /** HOLD_DEFAULT_CREDITS: the amount of a hold whose request names none. */
   holdDefault: string
-  /** Told of every hold that changed (created, captured, released, transferred), once it is committed. */
-  onChange?: (userId: number, hold: CreditHoldRow) => void
-  /** Told of the same changes by name, and of each refusal (the metrics). */
-  onTransition?: (transition: HoldTransition) => void
+  /** Hears of every hold that changed, once it is committed, and of each refusal. */
+  events: EventBus<ServiceEvents>
 }
 
 const tooPrecise = () =>
@@ -41,7 +40,7 @@ const targetTaken = () => new HttpError(409, 'Another hold already uses the targ
  * trip); only when a racing request changed the order in between (see holdStatements) does one run
  * again inside a transaction that took the lock first.
  */
-export function createHoldsService({ db, clock, ledger, holdDefault, onChange, onTransition }: HoldsDeps) {
+export function createHoldsService({ db, clock, ledger, holdDefault, events }: HoldsDeps) {
   const repo = createHoldsRepository({ db })
 
   /**
@@ -65,8 +64,7 @@ export function createHoldsService({ db, clock, ledger, holdDefault, onChange, o
     )
     if (outcome.kind === 'raced') throw holdMovedUnderLock()
     if (outcome.kind === 'unchanged') return outcome.status
-    onChange?.(userId, outcome.hold)
-    onTransition?.(status)
+    events.emit('CreditHoldChanged', { userId, hold: outcome.hold, transition: status })
     return status
   }
 
@@ -75,7 +73,7 @@ export function createHoldsService({ db, clock, ledger, holdDefault, onChange, o
      * Reserves credits for an order: a new hold (created: true), or the order's existing hold of
      * any status, unchanged (created: false). 422 on credits_amount when spendable credits fall short.
      */
-    async create(userId: number, input: CreateHoldBody): Promise<{ hold: CreditHoldRow; created: boolean }> {
+    async create(userId: number, input: CreateHoldBody): Promise<{ hold: HoldResponse; created: boolean }> {
       const amount = input.credits_amount === undefined ? holdDefault : toCreditString(input.credits_amount)
       if (amount === null) throw tooPrecise()
       const hold = {
@@ -87,13 +85,12 @@ export function createHoldsService({ db, clock, ledger, holdDefault, onChange, o
       const outcome = await oneStatement(userId, (holds) => holds.placeHold(hold, clock.now()))
       switch (outcome.kind) {
         case 'created':
-          onChange?.(userId, outcome.hold)
-          onTransition?.('created')
-          return { hold: outcome.hold, created: true }
+          events.emit('CreditHoldChanged', { userId, hold: outcome.hold, transition: 'created' })
+          return { hold: presentHold(outcome.hold), created: true }
         case 'existing':
-          return { hold: outcome.hold, created: false }
+          return { hold: presentHold(outcome.hold), created: false }
         case 'refused': {
-          onTransition?.('refused')
+          events.emit('CreditHoldRefused', { userId })
           const { balance = '0', held = '0' } = outcome.account ?? {}
           throw insufficientCredits(
             'credits_amount',
@@ -141,10 +138,7 @@ export function createHoldsService({ db, clock, ledger, holdDefault, onChange, o
         // The same transfer again (a retry): the hold is already on `to`, having come from `from`.
         return target?.transferredFrom === from
       })
-      if (moved) {
-        onChange?.(userId, moved)
-        onTransition?.('transferred')
-      }
+      if (moved) events.emit('CreditHoldChanged', { userId, hold: moved, transition: 'transferred' })
       return transferred
     },
 

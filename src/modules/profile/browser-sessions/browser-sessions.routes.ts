@@ -1,36 +1,15 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
-import type { Config } from '../../../config.ts'
 import { commonErrorResponses, MessageResponse } from '../../../lib/http-schemas.ts'
 import { signedInUser } from '../../../plugins/guards.ts'
-import { createRememberTokensService } from '../../sessions/remember-tokens.service.ts'
-import { createSessionsService } from '../../sessions/sessions.service.ts'
-import { createUsersService } from '../../users/users.service.ts'
 import { currentPasswordThrottle } from '../../users/users.throttles.ts'
 import { PasswordConfirmationBody } from '../profile.schemas.ts'
-import { presentBrowserSession, presentRememberedDevice } from './browser-sessions.presenters.ts'
 import { BrowserSessionsResponse } from './browser-sessions.schemas.ts'
-import { createBrowserSessionsService } from './browser-sessions.service.ts'
 
 /** Jetstream's browser sessions: the user's own sessions, and signing out every other one. */
-export default async function browserSessionsRoutes(
-  fastify: FastifyInstance,
-  { config }: { config: Config },
-) {
+export default async function browserSessionsRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const users = createUsersService({ db: app.db, clock: app.clock })
-  const sessions = createSessionsService({
-    db: app.db,
-    clock: app.clock,
-    lifetimeMinutes: config.session.lifetimeMinutes,
-    absoluteLifetimeMinutes: config.session.absoluteLifetimeMinutes,
-  })
-  const remember = createRememberTokensService({
-    db: app.db,
-    clock: app.clock,
-    lifetimeMinutes: config.session.rememberLifetimeMinutes,
-  })
-  const browsers = createBrowserSessionsService({ sessions, remember })
+  const { users, browserSessions: browsers } = app.services
   const tags = ['profile']
 
   app.get(
@@ -40,13 +19,7 @@ export default async function browserSessionsRoutes(
       schema: { tags, response: { 200: BrowserSessionsResponse, ...commonErrorResponses } },
     },
     async (request) => {
-      const entries = await browsers.list(signedInUser(request).id)
-      const now = app.clock.now()
-      return entries.map((entry) =>
-        'session' in entry
-          ? presentBrowserSession(entry.session, request.session?.row.id, now)
-          : presentRememberedDevice(entry.device, now),
-      )
+      return browsers.list(signedInUser(request).id, request.session?.row.id)
     },
   )
 

@@ -1,18 +1,14 @@
 import multipart from '@fastify/multipart'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import type { Config } from '../../../config.ts'
 import { notFound } from '../../../lib/errors.ts'
 import { commonErrorResponses, MessageResponse } from '../../../lib/http-schemas.ts'
 import { IMAGE_CONTENT_TYPES } from '../../../lib/images.ts'
 import { multipartFailure } from '../../../lib/multipart.ts'
 import { signedInUser } from '../../../plugins/guards.ts'
-import { createLedgerService } from '../../credits/ledger.service.ts'
-import { presentUser } from '../../users/users.presenters.ts'
 import { UserResponse } from '../../users/users.schemas.ts'
-import { createUsersService } from '../../users/users.service.ts'
 import { PhotoFileParams, PhotoFileResponse, PhotoUploadBody } from './profile-photos.schemas.ts'
-import { createProfilePhotosService, MAX_PHOTO_BYTES, type PhotoUpload } from './profile-photos.service.ts'
+import { MAX_PHOTO_BYTES, type PhotoUpload } from './profile-photos.service.ts'
 
 // Busboy cuts the photo off at the limit (and flags it), so an oversized upload is never held whole.
 const multipartLimits = { fileSize: MAX_PHOTO_BYTES, files: 3, fields: 10, fieldSize: 1024, parts: 13 }
@@ -34,13 +30,11 @@ async function readPhoto(request: FastifyRequest): Promise<PhotoUpload | null> {
 }
 
 /** Jetstream's profile photo: upload and removal, and the public URL the stored file is served at. */
-export default async function profilePhotosRoutes(fastify: FastifyInstance, { config }: { config: Config }) {
+export default async function profilePhotosRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   // Only here: no other route accepts multipart bodies.
   await app.register(multipart, { limits: multipartLimits, throwFileSizeLimit: false })
-  const users = createUsersService({ db: app.db, clock: app.clock })
-  const photos = createProfilePhotosService({ users, storage: app.storage, log: app.log })
-  const ledger = createLedgerService({ db: app.db, clock: app.clock })
+  const { photos, userView } = app.services
   const tags = ['profile']
   const userResponse = { 200: UserResponse, ...commonErrorResponses }
 
@@ -54,7 +48,7 @@ export default async function profilePhotosRoutes(fastify: FastifyInstance, { co
     },
     async (request) => {
       const user = await photos.replace(signedInUser(request), await readPhoto(request))
-      return presentUser(user, { appUrl: config.appUrl, credits: await ledger.summary(user.id) })
+      return userView.present(user)
     },
   )
 
@@ -63,7 +57,7 @@ export default async function profilePhotosRoutes(fastify: FastifyInstance, { co
     { config: { auth: 'session' }, schema: { tags, response: userResponse } },
     async (request) => {
       const user = await photos.remove(signedInUser(request))
-      return presentUser(user, { appUrl: config.appUrl, credits: await ledger.summary(user.id) })
+      return userView.present(user)
     },
   )
 

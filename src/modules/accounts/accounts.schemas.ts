@@ -1,4 +1,0 @@
-import { Type } from 'typebox'
-import { UpstreamId } from '../proxy/proxy.schemas.ts'
-
-export const AccountParams = Type.Object({ accountId: UpstreamId })

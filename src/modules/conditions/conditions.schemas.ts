@@ -1,4 +1,0 @@
-import { Type } from 'typebox'
-import { UpstreamId } from '../proxy/proxy.schemas.ts'
-
-export const ConditionParams = Type.Object({ id: UpstreamId })

@@ -1,0 +1,261 @@
+import type { FastifyInstance } from 'fastify'
+import type { Config } from './config.ts'
+import { buildCoreServices } from './core-services.ts'
+import { createActivitiesService } from './modules/activities/activities.service.ts'
+import { createAdminBillingService } from './modules/admin/billing/admin-billing.service.ts'
+import { createAdminUsersService } from './modules/admin/users/admin-users.service.ts'
+import { createAgentsService } from './modules/ai/agents/agents.service.ts'
+import { createAnalysisJob } from './modules/ai/analysis/analysis.job.ts'
+import { createAnalysisService } from './modules/ai/analysis/analysis.service.ts'
+import { ANALYSIS_JOB, queueAnalysis } from './modules/ai/analysis/analysis-requests.ts'
+import { countAiCalls } from './modules/ai/calls/ai-call-metrics.ts'
+import { createAiCallRecorder } from './modules/ai/calls/ai-call-recorder.ts'
+import { configuredModel } from './modules/ai/model.ts'
+import { accountTools } from './modules/ai/tools/account-tools.ts'
+import { knowledgeBaseTools } from './modules/ai/tools/knowledge-base-tools.ts'
+import { marketTools } from './modules/ai/tools/market-tools.ts'
+import { proxyCaller } from './modules/ai/tools/proxy-reads.ts'
+import { createToolbox } from './modules/ai/tools/toolbox.ts'
+import { createLoginBackoff } from './modules/auth/auth.backoff.ts'
+import { createAuthService } from './modules/auth/auth.service.ts'
+import { createAccountRelease } from './modules/chat/account-release.ts'
+import type { ChatDeps } from './modules/chat/chat.deps.ts'
+import { createGroupsService } from './modules/chat/groups/groups.service.ts'
+import { createInvitesService } from './modules/chat/invites/invites.service.ts'
+import { createJoinRequestsService } from './modules/chat/join-requests/join-requests.service.ts'
+import { createMessagesService } from './modules/chat/messages/messages.service.ts'
+import { createPeopleService } from './modules/chat/people/people.service.ts'
+import { type BillingCatalog, loadBillingCatalog } from './modules/credits/billing.catalog.ts'
+import { countHoldTransitions } from './modules/credits/holds/holds.metrics.ts'
+import { createHoldsService } from './modules/credits/holds/holds.service.ts'
+import { createLedgerService } from './modules/credits/ledger.service.ts'
+import { createPurchasesService } from './modules/credits/purchases/purchases.service.ts'
+import { createStripeGateway } from './modules/credits/purchases/stripe.client.ts'
+import { createEmailVerificationService } from './modules/email-verification/email-verification.service.ts'
+import { createPasswordResetService } from './modules/password-reset/password-reset.service.ts'
+import { createBrowserSessionsService } from './modules/profile/browser-sessions/browser-sessions.service.ts'
+import { createProfilePhotosService } from './modules/profile/photos/profile-photos.service.ts'
+import { createProfileService } from './modules/profile/profile.service.ts'
+import { createProxyService } from './modules/proxy/proxy.service.ts'
+import { endChannelAccessWithItsReason } from './modules/realtime/access-ends.ts'
+import { broadcastChatEvents, notifyOrderStatus } from './modules/realtime/broadcasts.ts'
+import { createChannelRules } from './modules/realtime/channels.ts'
+import { createChannelAuthService } from './modules/realtime/realtime.service.ts'
+import { createSupportService } from './modules/support/support.service.ts'
+import { createUserDataService } from './modules/user-data/user-data.service.ts'
+import { createAccountDeletionService } from './modules/users/account-deletion.service.ts'
+import { createUserViewService } from './modules/users/user-view.service.ts'
+
+/** What tests (or another host) may hand to buildApp in place of what the config describes. */
+export interface ServiceOverrides {
+  /** The billing catalog (default: config/billing.json). */
+  catalog?: BillingCatalog
+  /** Replaces built services once all are built (a test's stand-in for one of them). */
+  replace?: (built: Services) => Partial<Services>
+}
+
+export type Services = ReturnType<typeof assembleServices>
+
+/**
+ * The application's services, each built once with its dependencies (see docs/ARCHITECTURE.md,
+ * "Where services are built"). Route plugins take what they need from `app.services`; nothing
+ * else builds a domain service.
+ */
+export function buildServices(
+  app: FastifyInstance,
+  config: Config,
+  overrides: ServiceOverrides = {},
+): Services {
+  const built = assembleServices(app, config, overrides.catalog ?? loadBillingCatalog())
+  return { ...built, ...overrides.replace?.(built) }
+}
+
+/** Builds every service, and wires the listeners and jobs that carry consequences between domains. */
+function assembleServices(app: FastifyInstance, config: Config, catalog: BillingCatalog) {
+  const { db, clock, events } = app
+  const core = buildCoreServices({ config, db, clock, events })
+  const { users } = core
+  const queueMail = app.mailer.queue.bind(app.mailer)
+
+  const verification = createEmailVerificationService({ config, clock, mailer: app.mailer, users })
+  const photos = createProfilePhotosService({ users, storage: app.storage, log: app.log })
+  const ledger = createLedgerService({ db, clock })
+  const holds = createHoldsService({ db, clock, events, ledger, holdDefault: config.credits.holdDefault })
+  const proxy = createProxyService({
+    upstream: app.upstream,
+    cache: app.cache,
+    lifetime: config.cache,
+    appUrl: config.appUrl,
+  })
+  const activities = createActivitiesService({ db, clock, events })
+
+  const aiLog = app.log.child({ component: 'ai' })
+  const model = configuredModel(config)
+  const aiCalls = createAiCallRecorder({ db, clock, events })
+  const analysis = createAnalysisService({ db, appUrl: config.appUrl })
+
+  const chatDeps: ChatDeps = {
+    db,
+    clock,
+    appUrl: config.appUrl,
+    events,
+    storage: app.storage,
+    log: app.log,
+    presence: app.realtime,
+    askAi: (tx, question) =>
+      queueAnalysis(tx, app.outbox, { ...question, model: model.name, at: clock.now() }),
+  }
+  const groups = createGroupsService(chatDeps)
+  const passwordReset = createPasswordResetService({
+    db,
+    config,
+    clock,
+    mailer: app.mailer,
+    outbox: app.outbox,
+    users,
+    events,
+  })
+  const accountDeletion = createAccountDeletionService({
+    db,
+    users,
+    releases: [createAccountRelease(chatDeps), passwordReset.releaseAccount],
+    discardPhoto: photos.discard,
+    events,
+  })
+
+  const built = {
+    ...core,
+    catalog,
+    userView: createUserViewService({ appUrl: config.appUrl, creditsOf: (userId) => ledger.summary(userId) }),
+    verification,
+    auth: createAuthService({ users, clock, verification }),
+    loginBackoff: createLoginBackoff({
+      counters: app.rateLimiter.counters,
+      clock,
+      users,
+      queueMail: (mail) => app.mailer.queue(mail),
+    }),
+    passwordReset,
+    photos,
+    profile: createProfileService({
+      db,
+      clock,
+      users,
+      verification,
+      mailer: app.mailer,
+      accountDeletion,
+      events,
+    }),
+    browserSessions: createBrowserSessionsService({
+      sessions: app.sessionStore.sessions,
+      remember: app.sessionStore.rememberTokens,
+      clock,
+    }),
+    userData: createUserDataService({ db, clock }),
+    proxy,
+    activities,
+    ledger,
+    holds,
+    purchases: createPurchasesService({
+      clock,
+      catalog,
+      ledger,
+      users,
+      gateway: createStripeGateway(config.stripe),
+      webhookSecret: config.stripe.webhookSecret,
+      returnOrigin: config.frontendOrigins[0] ?? config.appUrl,
+    }),
+    groups,
+    invites: createInvitesService({
+      ...chatDeps,
+      inviteBaseUrl: config.frontendOrigins[0] ?? config.appUrl,
+      queueMail,
+    }),
+    joinRequests: createJoinRequestsService(chatDeps),
+    messages: createMessagesService(chatDeps),
+    people: createPeopleService({ ...chatDeps, users }),
+    analysis,
+    agents: createAgentsService({
+      model,
+      toolbox: createToolbox(
+        [
+          ...knowledgeBaseTools(core.knowledgeBase),
+          ...accountTools(proxyCaller(proxy), activities, analysis.latest),
+          ...marketTools(proxyCaller(proxy)),
+        ],
+        aiLog,
+      ),
+      calls: aiCalls,
+      edition: config.edition,
+      timeoutMs: config.ai.timeoutMs,
+      stopping: app.shutdown.closing,
+      log: aiLog,
+    }),
+    channels: createChannelAuthService({
+      key: config.realtime.key,
+      secret: config.realtime.secret,
+      rules: createChannelRules({ groups, appUrl: config.appUrl }),
+    }),
+    adminUsers: createAdminUsersService({
+      db,
+      clock,
+      appUrl: config.appUrl,
+      users,
+      queueMail,
+      verificationUrl: verification.verificationUrl,
+      creditsOf: (userId) => ledger.summary(userId),
+      accountDeletion,
+      events,
+    }),
+    adminBilling: createAdminBillingService({
+      db,
+      catalog,
+      ledger,
+      holds,
+      users,
+      appUrl: config.appUrl,
+    }),
+    support: createSupportService({ db, clock, supportEmail: config.supportEmail, queueMail }),
+  }
+
+  // Consequences between domains: listeners on app.events, and the outbox's jobs.
+  countAiCalls(app.metrics, events)
+  countHoldTransitions(app.metrics, events)
+  broadcastChatEvents(app)
+  events.on('CreditHoldChanged', (e) => notifyOrderStatus(app, e.userId, e.hold))
+  endChannelAccessWithItsReason(app)
+  // A call cannot outlive AI_TIMEOUT_MS; one still `streaming` well past it was cut off by a stop.
+  app.addHook('onReady', async () => {
+    const closed = await aiCalls.closeInterrupted(config.ai.timeoutMs + 60_000)
+    if (closed > 0) aiLog.warn({ closed }, 'AI calls interrupted by a stop recorded as failed')
+  })
+  app.outbox.handle(
+    ANALYSIS_JOB,
+    createAnalysisJob({
+      db,
+      clock,
+      appUrl: config.appUrl,
+      events,
+      storage: app.storage,
+      model,
+      calls: aiCalls,
+      timeoutMs: config.ai.timeoutMs,
+      log: aiLog,
+    }),
+    {
+      maxAttempts: config.ai.jobAttempts,
+      backoffBaseMs: config.ai.jobRetryMs,
+      backoffMaxMs: config.ai.jobRetryMs * 8,
+      // Longer than any one try, so no other instance takes the job while a try is under way.
+      leaseMs: config.ai.timeoutMs + 60_000,
+    },
+  )
+  return built
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The application's domain services, built once (src/services.ts). */
+    services: Services
+  }
+}
