@@ -6,8 +6,8 @@ import { buildTestApp, type TestApp } from '../../test/helpers/build-test-app.ts
 import { TestClient } from '../../test/helpers/client.ts'
 import { minutes } from '../../test/helpers/clock.ts'
 import { signedInClient } from '../../test/helpers/factories.ts'
-import { SmtpSink } from '../../test/helpers/smtp-sink.ts'
 import { sharedDatabase } from '../../test/helpers/test-database.ts'
+import { appUnderTest, mailSinkUnderTest } from '../../test/helpers/under-test.ts'
 import { sessions, users } from '../db/schema/index.ts'
 import { unixSeconds } from '../lib/clock.ts'
 import { SESSION_CACHE_TTL_MS } from '../lib/session-cache.ts'
@@ -33,16 +33,8 @@ async function within(ms: number, check: () => Promise<boolean>): Promise<boolea
 }
 
 describe('session cache, one instance', () => {
-  let t: TestApp
-  let sink: SmtpSink
-  beforeAll(async () => {
-    sink = await new SmtpSink().start()
-    t = await buildTestApp({ env: { MAIL_URL: sink.url } })
-  })
-  afterAll(async () => {
-    await t.close()
-    await sink.stop()
-  })
+  const sink = mailSinkUnderTest()
+  const t = appUnderTest(() => ({ env: { MAIL_URL: sink.url } }))
 
   it('refuses a user blocked by an admin on the next request', async () => {
     const { client } = await signedInClient(t, { verified: true })
