@@ -1,5 +1,6 @@
 import { afterAll, beforeAll } from 'vitest'
 import { buildTestApp, type TestApp, type TestAppOptions } from './build-test-app.ts'
+import { FakeModel } from './fake-model.ts'
 import { FakeUpstream } from './fake-upstream.ts'
 import { SmtpSink } from './smtp-sink.ts'
 
@@ -68,5 +69,14 @@ export function fakeUpstreamUnderTest(): FakeUpstream {
     'the fake upstream',
     () => new FakeUpstream().start(),
     (fake) => fake.stop(),
+  )
+}
+
+/** A fake model server a file's tests share (or a describe block's), started before them (call it before the app that asks it) and stopped after. */
+export function fakeModelUnderTest(): FakeModel {
+  return underTest(
+    'the fake model',
+    () => new FakeModel().start(),
+    (model) => model.stop(),
   )
 }

@@ -10,6 +10,7 @@ import { createUser, signedInClient } from '../../../../test/helpers/factories.t
 import { FakeModel } from '../../../../test/helpers/fake-model.ts'
 import { freePort } from '../../../../test/helpers/ports.ts'
 import { openTestDatabase, sharedDatabase } from '../../../../test/helpers/test-database.ts'
+import { appUnderTest, fakeModelUnderTest } from '../../../../test/helpers/under-test.ts'
 import type { Database, Db } from '../../../db/client.ts'
 import { aiCalls, chatAnalyses, outbox } from '../../../db/schema/index.ts'
 import { INTERRUPTED_REASON } from '../calls/ai-call-recorder.ts'
@@ -183,17 +184,10 @@ const NOTHING = { sent: 0, retried: 0, failed: 0 }
 // ---------------------------------------------------------------------------------------------
 
 describe('analysis in chat on one instance', () => {
-  const model = new FakeModel()
-  let t: TestApp
-
-  beforeAll(async () => {
-    await model.start()
-    t = await buildTestApp({ env: aiEnv(model.url) })
-  })
-  afterAll(async () => {
+  const model = fakeModelUnderTest()
+  const t = appUnderTest(() => ({ env: aiEnv(model.url) }))
+  afterAll(() => {
     closeTabs()
-    await t?.close()
-    await model.stop()
   })
   beforeEach(() => model.reset())
 
