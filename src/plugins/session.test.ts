@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { eq } from 'drizzle-orm'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../test/helpers/build-test-app.ts'
+import { buildTestApp } from '../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../test/helpers/client.ts'
 import { minutes } from '../../test/helpers/clock.ts'
 import { signedInClient } from '../../test/helpers/factories.ts'
@@ -170,26 +170,23 @@ describe('session cache, one instance', () => {
 const redisUrl = process.env.TEST_REDIS_URL
 // Joins the run when it has a Redis (CI's PostgreSQL+Redis run), as the other shared-state tests do.
 describe.each(redisUrl ? ['redis'] : [])('session cache, two instances sharing %s', () => {
-  let a: TestApp
-  let b: TestApp
   let cleaner: Redis
   const keyPrefix = `test:${randomBytes(4).toString('hex')}:`
   const connect = () => new Redis(redisUrl ?? '', { keyPrefix })
   // Pub/sub is one asynchronous hop: B acts when its event loop reads the message, so allow a moment.
   const HOP_MS = 250
 
-  beforeAll(async () => {
-    a = await buildTestApp({ redis: connect() })
-    b = await buildTestApp({ redis: connect(), database: sharedDatabase(a.database) })
+  beforeAll(() => {
     cleaner = connect()
   })
+  // After both instances have closed (hooks after run in reverse).
   afterAll(async () => {
-    await b.close()
-    await a.close()
     const keys = await cleaner.keys(`${keyPrefix}*`)
     if (keys.length > 0) await cleaner.del(...keys.map((key) => key.slice(keyPrefix.length)))
     await cleaner.quit()
   })
+  const a = appUnderTest(() => ({ redis: connect() }))
+  const b = appUnderTest(() => ({ redis: connect(), database: sharedDatabase(a.database) }))
 
   it('honours on instance B a sign-out made through instance A', async () => {
     const { client: onA } = await signedInClient(a)
