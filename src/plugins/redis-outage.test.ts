@@ -5,14 +5,13 @@ import { createGroup, joinGroup } from '../../test/helpers/chat.ts'
 import { TestClient } from '../../test/helpers/client.ts'
 import { eventually, settle } from '../../test/helpers/echo.ts'
 import { createUser, signedInClient } from '../../test/helpers/factories.ts'
-import { FakeUpstream } from '../../test/helpers/fake-upstream.ts'
 import { memoryLog } from '../../test/helpers/memory-log.ts'
 import { type OwnRedis, startOwnRedis } from '../../test/helpers/own-redis.ts'
 import { parseSamples, sampleValue } from '../../test/helpers/prometheus.ts'
 import { upstreamEnv } from '../../test/helpers/proxy.ts'
 import { PusherSocket } from '../../test/helpers/pusher-socket.ts'
 import { sharedDatabase } from '../../test/helpers/test-database.ts'
-import { appUnderTest } from '../../test/helpers/under-test.ts'
+import { appUnderTest, fakeUpstreamUnderTest } from '../../test/helpers/under-test.ts'
 
 // Redis stopped under two running instances (a Redis of this test's own, never the shared one):
 // requests go on without it, quickly and without a 500; its loss and return are one log line each;
@@ -27,7 +26,7 @@ const HEARTBEAT_MS = (TTL_SECONDS * 1000) / 4
 const RECONNECT_MS = 1000
 
 let own: OwnRedis
-const upstream = new FakeUpstream()
+const upstream = fakeUpstreamUnderTest()
 const logA = memoryLog()
 let env: Record<string, string>
 // ioredis prints an error event nobody listens to on stderr, through console.error.
@@ -36,7 +35,6 @@ const stderrLines: string[] = []
 beforeAll(async () => {
   vi.spyOn(console, 'error').mockImplementation((...args: unknown[]) => void stderrLines.push(args.join(' ')))
   own = await startOwnRedis()
-  await upstream.start()
   env = {
     ...upstreamEnv(upstream.url),
     REDIS_URL: own.url,
@@ -51,7 +49,6 @@ beforeAll(async () => {
 }, 60_000)
 
 afterAll(async () => {
-  await upstream.stop()
   await own?.destroy()
   vi.restoreAllMocks()
 })
