@@ -1,18 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
 import { TestClient } from '../../test/helpers/client.ts'
+import { appUnderTest } from '../../test/helpers/under-test.ts'
 
-let t: TestApp
-beforeAll(async () => {
-  t = await buildTestApp({
-    extend: (app) => {
-      app.get('/test/boom', async () => {
-        throw new Error('secret internals: password=hunter2')
-      })
-    },
-  })
+const t = appUnderTest({
+  extend: (app) => {
+    app.get('/test/boom', async () => {
+      throw new Error('secret internals: password=hunter2')
+    })
+  },
 })
-afterAll(() => t.close())
 
 async function guest() {
   const client = new TestClient(t.baseUrl)

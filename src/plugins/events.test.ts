@@ -1,7 +1,7 @@
 import pino from 'pino'
-import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../test/helpers/build-test-app.ts'
+import { describe, expect, expectTypeOf, it } from 'vitest'
 import { TestClient } from '../../test/helpers/client.ts'
+import { appUnderTest } from '../../test/helpers/under-test.ts'
 import type { AppEvents } from './events.ts'
 
 /** The application events of the spec's Events table. */
@@ -19,20 +19,16 @@ type SpecEvent =
 const logs: Array<Record<string, any>> = []
 const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) })
 
-let t: TestApp
-beforeAll(async () => {
-  t = await buildTestApp({
-    loggerInstance: logger,
-    extend: (app) => {
-      // Stands in for a chat route that emits after its change.
-      app.post('/test/leave-group', async () => {
-        app.events.emit('UserLeftGroup', { groupId: 7, userId: 3, memberCount: 4 })
-        return { left: true }
-      })
-    },
-  })
+const t = appUnderTest({
+  loggerInstance: logger,
+  extend: (app) => {
+    // Stands in for a chat route that emits after its change.
+    app.post('/test/leave-group', async () => {
+      app.events.emit('UserLeftGroup', { groupId: 7, userId: 3, memberCount: 4 })
+      return { left: true }
+    })
+  },
 })
-afterAll(() => t.close())
 
 describe('app.events', () => {
   it('types every event of the spec and no other (checked by tsc: npm run check)', () => {

@@ -1,29 +1,26 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, TEST_APP_KEY, type TestApp } from '../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
+import { TEST_APP_KEY } from '../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../test/helpers/client.ts'
 import { sessionCsrfToken } from '../../test/helpers/csrf.ts'
 import { signedInClient } from '../../test/helpers/factories.ts'
+import { appUnderTest } from '../../test/helpers/under-test.ts'
 import { encryptSecret } from '../lib/encryption.ts'
 import { sealXsrfToken } from '../lib/xsrf.ts'
 
-let t: TestApp
-beforeAll(async () => {
-  t = await buildTestApp({
-    // Routes that exist only here, to exercise each guard the real routes will declare.
-    extend: (app) => {
-      app.get('/test/verified', { config: { auth: 'verified' } }, async () => ({ ok: true }))
-      app.get('/test/admin', { config: { auth: 'admin' } }, async () => ({ ok: true }))
-      app.post('/test/exempt', { config: { csrf: false } }, async () => ({ ok: true }))
-      app.post('/test/echo', async (request) => ({ body: request.body }))
-      app.route({
-        method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
-        url: '/test/any',
-        handler: async () => ({}),
-      })
-    },
-  })
+const t = appUnderTest({
+  // Routes that exist only here, to exercise each guard the real routes will declare.
+  extend: (app) => {
+    app.get('/test/verified', { config: { auth: 'verified' } }, async () => ({ ok: true }))
+    app.get('/test/admin', { config: { auth: 'admin' } }, async () => ({ ok: true }))
+    app.post('/test/exempt', { config: { csrf: false } }, async () => ({ ok: true }))
+    app.post('/test/echo', async (request) => ({ body: request.body }))
+    app.route({
+      method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+      url: '/test/any',
+      handler: async () => ({}),
+    })
+  },
 })
-afterAll(() => t.close())
 
 const mismatch = { message: 'CSRF token mismatch.' }
 

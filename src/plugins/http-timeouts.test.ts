@@ -1,31 +1,27 @@
 import { connect, type Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
 import { PusherSocket } from '../../test/helpers/pusher-socket.ts'
+import { appUnderTest } from '../../test/helpers/under-test.ts'
 
 // Issue 25 item 12: with requestTimeout 0, half-sent requests held their connections for ever.
 const REQUEST_TIMEOUT_MS = 1_500
 const HEADERS_TIMEOUT_MS = 1_000
 
-let t: TestApp
-beforeAll(async () => {
-  t = await buildTestApp({
-    env: {
-      HTTP_REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
-      HTTP_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
-    },
-    extend: (app) => {
-      // An answer that takes longer than the request time-out, as a server-sent stream does.
-      app.post('/test/slow-answer', { config: { csrf: false } }, async (request) => {
-        await sleep(REQUEST_TIMEOUT_MS * 2)
-        return { received: request.body }
-      })
-    },
-  })
+const t = appUnderTest({
+  env: {
+    HTTP_REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
+    HTTP_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
+  },
+  extend: (app) => {
+    // An answer that takes longer than the request time-out, as a server-sent stream does.
+    app.post('/test/slow-answer', { config: { csrf: false } }, async (request) => {
+      await sleep(REQUEST_TIMEOUT_MS * 2)
+      return { received: request.body }
+    })
+  },
 })
-afterAll(() => t.close())
 
 const openConnections = (app: FastifyInstance) =>
   new Promise<number>((resolve, reject) =>

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto'
 import { eq, sql } from 'drizzle-orm'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../test/helpers/build-test-app.ts'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { TestClient } from '../../test/helpers/client.ts'
 import { confirmPassword, createUser, signedInClient, uniqueEmail } from '../../test/helpers/factories.ts'
 import { mailRefusal } from '../../test/helpers/refuse-mail.ts'
+import { appUnderTest } from '../../test/helpers/under-test.ts'
 import { outbox, passwordResetTokens, users } from '../db/schema/index.ts'
 
 // Each change that mails someone queues that mail in its own transaction: when the mail cannot be
@@ -12,13 +12,11 @@ import { outbox, passwordResetTokens, users } from '../db/schema/index.ts'
 // the database takes mail again does both. The failed try is a server error (500, nothing else told),
 // but never half a change: an account nobody was asked to verify, or a password changed unannounced.
 
-let t: TestApp
+const t = appUnderTest()
 let refusal: Awaited<ReturnType<typeof mailRefusal>>
 beforeAll(async () => {
-  t = await buildTestApp()
   refusal = await mailRefusal(t.database.db)
 })
-afterAll(() => t.close())
 
 const SERVER_ERROR = { message: 'Server Error' }
 const NEW_PASSWORD = 'a brand new secret'

@@ -1,9 +1,10 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
+import { buildTestApp } from '../../test/helpers/build-test-app.ts'
 import { SmtpSink } from '../../test/helpers/smtp-sink.ts'
+import { appUnderTest, mailSinkUnderTest } from '../../test/helpers/under-test.ts'
 import { outbox } from '../db/schema/index.ts'
 import { renderMail } from '../lib/mail/message.ts'
 
@@ -15,22 +16,13 @@ const content = {
   outro: ['Thanks.'],
 }
 
-/** The outbox rows of the mails queued to `to`. */
-const outboxRowsTo = (to: string) =>
-  t.database.db.select().from(outbox).where(sql`${outbox.payload}->>'to' = ${to}`)
-
-let sink: SmtpSink
-let t: TestApp
-
 describe('mailer over SMTP (MAIL_URL)', () => {
-  beforeAll(async () => {
-    sink = await new SmtpSink().start()
-    t = await buildTestApp({ env: { MAIL_URL: sink.url, MAIL_FROM: 'Desk <desk@trading.test>' } })
-  })
-  afterAll(async () => {
-    await t.close()
-    await sink.stop()
-  })
+  const sink = mailSinkUnderTest()
+  const t = appUnderTest(() => ({ env: { MAIL_URL: sink.url, MAIL_FROM: 'Desk <desk@trading.test>' } }))
+
+  /** The outbox rows of the mails queued to `to`. */
+  const outboxRowsTo = (to: string) =>
+    t.database.db.select().from(outbox).where(sql`${outbox.payload}->>'to' = ${to}`)
 
   it('delivers a mail with a text part, an escaped HTML part and the MAIL_FROM sender', async () => {
     await t.app.mailer.send(renderMail('ada@example.com', content))

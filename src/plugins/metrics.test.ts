@@ -1,18 +1,17 @@
 import { randomBytes, randomInt } from 'node:crypto'
 import { sql } from 'drizzle-orm'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { askAgent, userMessage } from '../../test/helpers/ai-chat.ts'
-import { buildTestApp, type TestApp } from '../../test/helpers/build-test-app.ts'
+import type { TestApp } from '../../test/helpers/build-test-app.ts'
 import type { TestClient } from '../../test/helpers/client.ts'
 import { eventually } from '../../test/helpers/echo.ts'
 import { grantCredits, signedInClient } from '../../test/helpers/factories.ts'
-import { FakeModel } from '../../test/helpers/fake-model.ts'
-import { FakeUpstream } from '../../test/helpers/fake-upstream.ts'
 import { memoryLog } from '../../test/helpers/memory-log.ts'
 import { metricTypes, parseSamples, type Sample, sampleValue } from '../../test/helpers/prometheus.ts'
 import { upstreamEnv } from '../../test/helpers/proxy.ts'
 import { PusherSocket } from '../../test/helpers/pusher-socket.ts'
 import { sharedDatabase } from '../../test/helpers/test-database.ts'
+import { appUnderTest, fakeModelUnderTest, fakeUpstreamUnderTest } from '../../test/helpers/under-test.ts'
 import type { UserRow } from '../db/schema/index.ts'
 
 const TOKEN = `metrics-${randomBytes(16).toString('hex')}`
@@ -22,37 +21,29 @@ const P = 'trading_api_'
 const log = memoryLog()
 const { logger } = log
 
-const model = new FakeModel()
-const upstream = new FakeUpstream()
+const model = fakeModelUnderTest()
+const upstream = fakeUpstreamUnderTest()
 /** The app with METRICS_TOKEN set, and one without it on the same database. */
-let t: TestApp
-let off: TestApp
+const t = appUnderTest(() => ({
+  loggerInstance: logger,
+  env: {
+    METRICS_TOKEN: TOKEN,
+    AI_BASE_URL: model.url,
+    AI_API_KEY: 'sk-test-key',
+    AI_MODEL: 'fake-gpt',
+    ...upstreamEnv(upstream.url),
+  },
+}))
+const off = appUnderTest(() => ({ database: sharedDatabase(t.database) }))
 let client: TestClient
 let user: UserRow
 
 beforeAll(async () => {
-  await Promise.all([model.start(), upstream.start()])
-  t = await buildTestApp({
-    loggerInstance: logger,
-    env: {
-      METRICS_TOKEN: TOKEN,
-      AI_BASE_URL: model.url,
-      AI_API_KEY: 'sk-test-key',
-      AI_MODEL: 'fake-gpt',
-      ...upstreamEnv(upstream.url),
-    },
-  })
-  off = await buildTestApp({ database: sharedDatabase(t.database) })
   // A user id of seven digits: found in a label, it could be nothing else.
   await t.database.db.execute(
     sql`select setval(pg_get_serial_sequence('users', 'id'), ${randomInt(1_000_000, 9_000_000)})`,
   )
   ;({ client, user } = await signedInClient(t, { verified: true }))
-})
-afterAll(async () => {
-  await off?.close()
-  await t?.close()
-  await Promise.all([model.stop(), upstream.stop()])
 })
 beforeEach(() => {
   model.reset()

@@ -1,17 +1,17 @@
 import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest'
-import { buildTestApp, type TestApp } from '../../test/helpers/build-test-app.ts'
+import type { TestApp } from '../../test/helpers/build-test-app.ts'
 import { createGroup, joinGroup } from '../../test/helpers/chat.ts'
 import { TestClient } from '../../test/helpers/client.ts'
 import { eventually, settle } from '../../test/helpers/echo.ts'
 import { createUser, signedInClient } from '../../test/helpers/factories.ts'
-import { FakeUpstream } from '../../test/helpers/fake-upstream.ts'
 import { memoryLog } from '../../test/helpers/memory-log.ts'
 import { type OwnRedis, startOwnRedis } from '../../test/helpers/own-redis.ts'
 import { parseSamples, sampleValue } from '../../test/helpers/prometheus.ts'
 import { upstreamEnv } from '../../test/helpers/proxy.ts'
 import { PusherSocket } from '../../test/helpers/pusher-socket.ts'
 import { sharedDatabase } from '../../test/helpers/test-database.ts'
+import { appUnderTest, fakeUpstreamUnderTest } from '../../test/helpers/under-test.ts'
 
 // Redis stopped under two running instances (a Redis of this test's own, never the shared one):
 // requests go on without it, quickly and without a 500; its loss and return are one log line each;
@@ -26,18 +26,16 @@ const HEARTBEAT_MS = (TTL_SECONDS * 1000) / 4
 const RECONNECT_MS = 1000
 
 let own: OwnRedis
-const upstream = new FakeUpstream()
+const upstream = fakeUpstreamUnderTest()
 const logA = memoryLog()
-let a: TestApp
-let b: TestApp
+let env: Record<string, string>
 // ioredis prints an error event nobody listens to on stderr, through console.error.
 const stderrLines: string[] = []
 
 beforeAll(async () => {
   vi.spyOn(console, 'error').mockImplementation((...args: unknown[]) => void stderrLines.push(args.join(' ')))
   own = await startOwnRedis()
-  await upstream.start()
-  const env = {
+  env = {
     ...upstreamEnv(upstream.url),
     REDIS_URL: own.url,
     REDIS_PREFIX: `test:${randomBytes(4).toString('hex')}:`,
@@ -48,17 +46,15 @@ beforeAll(async () => {
     REVERB_APP_KEY: `key-${randomBytes(6).toString('hex')}`,
     REVERB_APP_SECRET: randomBytes(24).toString('hex'),
   }
-  a = await buildTestApp({ env, loggerInstance: logA.logger })
-  b = await buildTestApp({ env, database: sharedDatabase(a.database) })
 }, 60_000)
 
 afterAll(async () => {
-  await b?.close()
-  await a?.close()
-  await upstream.stop()
   await own?.destroy()
   vi.restoreAllMocks()
 })
+
+const a = appUnderTest(() => ({ env, loggerInstance: logA.logger }))
+const b = appUnderTest(() => ({ env, database: sharedDatabase(a.database) }))
 
 let redisStopped = false
 /** Stops the test's Redis; started again after the test whatever happens, so the next one has it. */

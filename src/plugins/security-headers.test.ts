@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
 import { TestClient } from '../../test/helpers/client.ts'
 import { signedInClient } from '../../test/helpers/factories.ts'
+import { appUnderTest } from '../../test/helpers/under-test.ts'
 
 const PNG = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=',
@@ -22,11 +22,7 @@ async function uploadPhoto(client: TestClient): Promise<string> {
 }
 
 describe('on an https APP_URL', () => {
-  let t: TestApp
-  beforeAll(async () => {
-    t = await buildTestApp({ env: { APP_URL: 'https://api.trading.test' } })
-  })
-  afterAll(() => t?.close())
+  const t = appUnderTest({ env: { APP_URL: 'https://api.trading.test' } })
 
   it('answers Strict-Transport-Security, errors included', async () => {
     for (const path of ['/api/health', '/api/user', '/no-such-page']) {
@@ -62,11 +58,7 @@ describe('on an https APP_URL', () => {
 })
 
 describe('on an http APP_URL', () => {
-  let t: TestApp
-  beforeAll(async () => {
-    t = await buildTestApp({ env: { APP_URL: 'http://localhost:8000' } })
-  })
-  afterAll(() => t?.close())
+  const t = appUnderTest({ env: { APP_URL: 'http://localhost:8000' } })
 
   it('answers no Strict-Transport-Security and sets cookies without Secure', async () => {
     const res = await fetch(`${t.baseUrl}/guard/csrf-cookie`)
@@ -96,11 +88,7 @@ describe('on an http APP_URL', () => {
 })
 
 describe('on every answer', () => {
-  let t: TestApp
-  beforeAll(async () => {
-    t = await buildTestApp()
-  })
-  afterAll(() => t?.close())
+  const t = appUnderTest()
 
   it('answers X-Content-Type-Options: nosniff, errors and preflights included', async () => {
     const { client } = await signedInClient(t)

@@ -2,12 +2,12 @@ import { randomBytes } from 'node:crypto'
 import { eq } from 'drizzle-orm'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../test/helpers/build-test-app.ts'
+import { buildTestApp } from '../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../test/helpers/client.ts'
 import { minutes } from '../../test/helpers/clock.ts'
 import { signedInClient } from '../../test/helpers/factories.ts'
-import { SmtpSink } from '../../test/helpers/smtp-sink.ts'
 import { sharedDatabase } from '../../test/helpers/test-database.ts'
+import { appUnderTest, mailSinkUnderTest } from '../../test/helpers/under-test.ts'
 import { sessions, users } from '../db/schema/index.ts'
 import { unixSeconds } from '../lib/clock.ts'
 import { SESSION_CACHE_TTL_MS } from '../lib/session-cache.ts'
@@ -33,16 +33,8 @@ async function within(ms: number, check: () => Promise<boolean>): Promise<boolea
 }
 
 describe('session cache, one instance', () => {
-  let t: TestApp
-  let sink: SmtpSink
-  beforeAll(async () => {
-    sink = await new SmtpSink().start()
-    t = await buildTestApp({ env: { MAIL_URL: sink.url } })
-  })
-  afterAll(async () => {
-    await t.close()
-    await sink.stop()
-  })
+  const sink = mailSinkUnderTest()
+  const t = appUnderTest(() => ({ env: { MAIL_URL: sink.url } }))
 
   it('refuses a user blocked by an admin on the next request', async () => {
     const { client } = await signedInClient(t, { verified: true })
@@ -178,26 +170,23 @@ describe('session cache, one instance', () => {
 const redisUrl = process.env.TEST_REDIS_URL
 // Joins the run when it has a Redis (CI's PostgreSQL+Redis run), as the other shared-state tests do.
 describe.each(redisUrl ? ['redis'] : [])('session cache, two instances sharing %s', () => {
-  let a: TestApp
-  let b: TestApp
   let cleaner: Redis
   const keyPrefix = `test:${randomBytes(4).toString('hex')}:`
   const connect = () => new Redis(redisUrl ?? '', { keyPrefix })
   // Pub/sub is one asynchronous hop: B acts when its event loop reads the message, so allow a moment.
   const HOP_MS = 250
 
-  beforeAll(async () => {
-    a = await buildTestApp({ redis: connect() })
-    b = await buildTestApp({ redis: connect(), database: sharedDatabase(a.database) })
+  beforeAll(() => {
     cleaner = connect()
   })
+  // After both instances have closed (hooks after run in reverse).
   afterAll(async () => {
-    await b.close()
-    await a.close()
     const keys = await cleaner.keys(`${keyPrefix}*`)
     if (keys.length > 0) await cleaner.del(...keys.map((key) => key.slice(keyPrefix.length)))
     await cleaner.quit()
   })
+  const a = appUnderTest(() => ({ redis: connect() }))
+  const b = appUnderTest(() => ({ redis: connect(), database: sharedDatabase(a.database) }))
 
   it('honours on instance B a sign-out made through instance A', async () => {
     const { client: onA } = await signedInClient(a)

@@ -2,12 +2,13 @@ import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { eq } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../test/helpers/build-test-app.ts'
+import { buildTestApp } from '../../test/helpers/build-test-app.ts'
 import { createGroup, joinGroup } from '../../test/helpers/chat.ts'
 import type { TestClient } from '../../test/helpers/client.ts'
 import { signedInClient } from '../../test/helpers/factories.ts'
 import { freePort } from '../../test/helpers/ports.ts'
 import { startS3Server, type TestS3Server } from '../../test/helpers/s3-server.ts'
+import { appUnderTest } from '../../test/helpers/under-test.ts'
 import { chatMessageAttachments, chatMessages } from '../db/schema/index.ts'
 
 // The same uploads and reads as the profile-photo and chat tests, with STORAGE_DRIVER=s3.
@@ -25,15 +26,13 @@ const PDF = Buffer.from('%PDF-1.7\n1 0 obj <<>> endobj\ntrailer <<>>\n%%EOF\n')
 const EXE = Buffer.concat([Buffer.from('MZ'), Buffer.alloc(200, 0x90)])
 
 let s3: TestS3Server
-let t: TestApp
 beforeAll(async () => {
   s3 = await startS3Server()
-  t = await buildTestApp({ env: { APP_URL, ...s3.env(PREFIX) } })
 })
 afterAll(async () => {
-  await t?.close()
   await s3?.close()
 })
+const t = appUnderTest(() => ({ env: { APP_URL, ...s3.env(PREFIX) } }))
 
 /** The bucket's keys in one of the app's folders. */
 const objectsIn = async (folder: string) =>

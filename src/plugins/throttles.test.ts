@@ -1,33 +1,26 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../test/helpers/build-test-app.ts'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { type ClientResponse, TestClient } from '../../test/helpers/client.ts'
 import { createUser, signedInClient, uniqueEmail } from '../../test/helpers/factories.ts'
-import { FakeUpstream } from '../../test/helpers/fake-upstream.ts'
 import { upstreamEnv } from '../../test/helpers/proxy.ts'
+import { appUnderTest, fakeUpstreamUnderTest } from '../../test/helpers/under-test.ts'
 
 /**
  * The throttles of routes that had none. The app trusts 127.0.0.1 as its load balancer here, so each
  * test plays a client at an address of its own (X-Forwarded-For) and the per-address counts stay apart.
  */
 
-let t: TestApp
-let upstream: FakeUpstream
-beforeAll(async () => {
-  upstream = await new FakeUpstream().start()
+const upstream = fakeUpstreamUnderTest()
+beforeAll(() => {
   upstream.on('GET', /.*/, { body: { data: { ok: true } } })
-  t = await buildTestApp({
-    env: {
-      ...upstreamEnv(upstream.url),
-      TRUSTED_PROXIES: '127.0.0.1',
-      PROXY_READS_PER_MINUTE: '30',
-      PROXY_WRITES_PER_MINUTE: '5',
-    },
-  })
 })
-afterAll(async () => {
-  await t?.close()
-  await upstream?.stop()
-})
+const t = appUnderTest(() => ({
+  env: {
+    ...upstreamEnv(upstream.url),
+    TRUSTED_PROXIES: '127.0.0.1',
+    PROXY_READS_PER_MINUTE: '30',
+    PROXY_WRITES_PER_MINUTE: '5',
+  },
+}))
 
 let lastAddress = 0
 /** A client address no other test uses. */

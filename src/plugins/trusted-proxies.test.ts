@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
+import type { TestApp } from '../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../test/helpers/client.ts'
 import { createUser, uniqueEmail } from '../../test/helpers/factories.ts'
+import { appUnderTest } from '../../test/helpers/under-test.ts'
 
 /**
  * TRUSTED_PROXIES: the test client connects from 127.0.0.1, so trusting 127.0.0.1 makes it a load
@@ -39,11 +40,7 @@ async function contactFormsRefused(t: TestApp): Promise<number[]> {
 }
 
 describe('TRUSTED_PROXIES names the load balancer (127.0.0.1)', () => {
-  let t: TestApp
-  beforeAll(async () => {
-    t = await buildTestApp({ env: { TRUSTED_PROXIES: '10.0.0.0/8, 127.0.0.1' } })
-  })
-  afterAll(() => t?.close())
+  const t = appUnderTest({ env: { TRUSTED_PROXIES: '10.0.0.0/8, 127.0.0.1' } })
 
   it('sees the client its X-Forwarded-For names, in the sessions list', async () => {
     expect(await sessionAddressesSeen(t, '203.0.113.7')).toEqual(['203.0.113.7'])
@@ -61,11 +58,7 @@ describe('TRUSTED_PROXIES names the load balancer (127.0.0.1)', () => {
 })
 
 describe('TRUSTED_PROXIES that does not name the peer', () => {
-  let t: TestApp
-  beforeAll(async () => {
-    t = await buildTestApp({ env: { TRUSTED_PROXIES: '10.1.2.3' } })
-  })
-  afterAll(() => t?.close())
+  const t = appUnderTest({ env: { TRUSTED_PROXIES: '10.1.2.3' } })
 
   it('ignores the X-Forwarded-For it sends: the peer address is the client', async () => {
     expect(await sessionAddressesSeen(t, '203.0.113.7')).toEqual(['127.0.0.1'])
@@ -78,11 +71,7 @@ describe('TRUSTED_PROXIES that does not name the peer', () => {
 })
 
 describe('TRUSTED_PROXIES unset (the default)', () => {
-  let t: TestApp
-  beforeAll(async () => {
-    t = await buildTestApp()
-  })
-  afterAll(() => t?.close())
+  const t = appUnderTest()
 
   it('believes no X-Forwarded-For', async () => {
     expect(await sessionAddressesSeen(t, '203.0.113.7')).toEqual(['127.0.0.1'])

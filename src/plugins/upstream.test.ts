@@ -4,10 +4,11 @@ import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../test/helpers/build-test-app.ts'
+import { buildTestApp } from '../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../test/helpers/client.ts'
 import { memoryLog } from '../../test/helpers/memory-log.ts'
 import { sharedDatabase } from '../../test/helpers/test-database.ts'
+import { appUnderTest } from '../../test/helpers/under-test.ts'
 
 const TOKEN = 'plugin-secret-token-9876'
 
@@ -49,7 +50,6 @@ function testRoutes(app: FastifyInstance) {
   })
 }
 
-let t: TestApp
 beforeAll(async () => {
   upstream = createServer((req, res) => {
     seen.push(req)
@@ -58,16 +58,15 @@ beforeAll(async () => {
   })
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve))
   upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`
-  t = await buildTestApp({
-    env: { UPSTREAM_BASE_URL: upstreamUrl, UPSTREAM_API_TOKEN: TOKEN },
-    loggerInstance: logger,
-    extend: testRoutes,
-  })
 })
 afterAll(async () => {
-  await t.close()
   await new Promise<void>((resolve) => upstream.close(() => resolve()))
 })
+const t = appUnderTest(() => ({
+  env: { UPSTREAM_BASE_URL: upstreamUrl, UPSTREAM_API_TOKEN: TOKEN },
+  loggerInstance: logger,
+  extend: testRoutes,
+}))
 
 const json =
   (body: unknown, status = 200) =>

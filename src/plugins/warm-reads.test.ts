@@ -1,12 +1,12 @@
 import { request } from 'node:http'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { buildTestApp, SPA_ORIGIN, type TestApp } from '../../test/helpers/build-test-app.ts'
+import { beforeEach, describe, expect, it } from 'vitest'
+import { buildTestApp, SPA_ORIGIN } from '../../test/helpers/build-test-app.ts'
 import { minutes } from '../../test/helpers/clock.ts'
 import { signedInClient } from '../../test/helpers/factories.ts'
-import { FakeUpstream } from '../../test/helpers/fake-upstream.ts'
 import { memoryLog } from '../../test/helpers/memory-log.ts'
 import { parseSamples, sampleValue } from '../../test/helpers/prometheus.ts'
 import { upstreamEnv } from '../../test/helpers/proxy.ts'
+import { appUnderTest, fakeUpstreamUnderTest } from '../../test/helpers/under-test.ts'
 
 /**
  * The warm-read lane against Fastify's own lifecycle, over real HTTP: the same request, once as the
@@ -22,28 +22,20 @@ const FAILING_PATH = '/test/lane-failure'
 
 const log = memoryLog()
 
-let fake: FakeUpstream
-let t: TestApp
-beforeAll(async () => {
-  fake = await new FakeUpstream().start()
-  t = await buildTestApp({
-    env: {
-      ...upstreamEnv(fake.url),
-      PROXY_READS_PER_MINUTE: String(READS_PER_MINUTE),
-      CACHE_TTL_SECONDS: '600',
-      METRICS_TOKEN,
-      TRUSTED_PROXIES: '127.0.0.1',
-    },
-    loggerInstance: log.logger,
-    extend: (app) => {
-      app.get(FAILING_PATH, { config: { auth: 'session' } }, async () => 'from Fastify')
-    },
-  })
-})
-afterAll(async () => {
-  await t?.close()
-  await fake?.stop()
-})
+const fake = fakeUpstreamUnderTest()
+const t = appUnderTest(() => ({
+  env: {
+    ...upstreamEnv(fake.url),
+    PROXY_READS_PER_MINUTE: String(READS_PER_MINUTE),
+    CACHE_TTL_SECONDS: '600',
+    METRICS_TOKEN,
+    TRUSTED_PROXIES: '127.0.0.1',
+  },
+  loggerInstance: log.logger,
+  extend: (app) => {
+    app.get(FAILING_PATH, { config: { auth: 'session' } }, async () => 'from Fastify')
+  },
+}))
 beforeEach(() => {
   fake.reset()
   // A fresh throttle window for each test, and each session's touch done by its first request.

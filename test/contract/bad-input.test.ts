@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { count } from 'drizzle-orm'
 import { Type } from 'typebox'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { users } from '../../src/db/schema/index.ts'
 import { commonErrorResponses } from '../../src/lib/http-schemas.ts'
 import {
@@ -12,8 +12,8 @@ import {
   operationsWithInput,
   walk,
 } from '../helpers/bad-input.ts'
-import { buildTestApp, type TestApp } from '../helpers/build-test-app.ts'
-import { FakeUpstream } from '../helpers/fake-upstream.ts'
+import type { TestApp } from '../helpers/build-test-app.ts'
+import { appUnderTest, fakeUpstreamUnderTest } from '../helpers/under-test.ts'
 
 /**
  * Every operation of the OpenAPI document that takes input gets malformed bodies, queries and
@@ -35,22 +35,18 @@ const kindsOf = (cases: BadInputCase[], operation: string) =>
   new Set(cases.filter((c) => c.operation === operation).map((c) => c.kind))
 
 describe('bad input to every operation of the OpenAPI document', () => {
-  let t: TestApp
+  // An upstream that accepts everything, so a proxied route's answer to input its schemas let
+  // through shows the route's own handling, not an upstream failure (500 {"error"} by the spec).
+  const upstream = fakeUpstreamUnderTest()
+  const t = appUnderTest(() => ({
+    env: { UPSTREAM_BASE_URL: upstream.url, UPSTREAM_API_TOKEN: 'walker-token' },
+  }))
   let operations: Operation[]
   let cases: BadInputCase[]
-  let upstream: FakeUpstream
   beforeAll(async () => {
-    // An upstream that accepts everything, so a proxied route's answer to input its schemas let
-    // through shows the route's own handling, not an upstream failure (500 {"error"} by the spec).
-    upstream = await new FakeUpstream().start()
     upstream.on('*', /.*/, { body: { data: {}, links: {}, meta: {} } })
-    t = await buildTestApp({ env: { UPSTREAM_BASE_URL: upstream.url, UPSTREAM_API_TOKEN: 'walker-token' } })
     operations = await operationsWithInput(await documentOf(t))
     cases = operations.flatMap(badInputCases)
-  })
-  afterAll(async () => {
-    await t?.close()
-    await upstream?.stop()
   })
 
   it('finds the operations that take input and derives cases of each kind from their schemas', () => {
@@ -148,60 +144,58 @@ describe('bad input to every operation of the OpenAPI document', () => {
 })
 
 describe('the walker itself, on test-only routes', () => {
-  let t: TestApp
+  const t = appUnderTest({
+    extend: (fastify) => {
+      const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
+      app.post(
+        '/test/walker/:id',
+        {
+          config: { auth: 'admin' },
+          schema: {
+            params: Type.Object({ id: Type.Integer({ minimum: 1 }) }),
+            querystring: Type.Object({
+              limit: Type.Integer({ minimum: 1, maximum: 100 }),
+              flag: Type.Optional(Type.Boolean()),
+            }),
+            body: Type.Object({
+              title: Type.String({ minLength: 1, maxLength: 50 }),
+              tags: Type.Optional(Type.Array(Type.String({ maxLength: 20 }), { maxItems: 5 })),
+              meta: Type.Optional(Type.Object({ level: Type.Integer({ minimum: 0, maximum: 9 }) })),
+              price: Type.Optional(Type.Number({ minimum: 0, maximum: 1e6 })),
+            }),
+            response: { 200: Type.Object({ ok: Type.Boolean() }), ...commonErrorResponses },
+          },
+        },
+        async () => ({ ok: true }),
+      )
+      // Broken on purpose: trusts its path parameter (the router refuses params over 191 characters).
+      app.get('/test/walker-broken/:slug', async (request) => {
+        const { slug } = request.params as { slug: string }
+        if (slug.length > 20) throw new Error('trusted the path')
+        return { ok: true }
+      })
+      // Broken on purpose: ignores its failed validation.
+      app.post(
+        '/test/walker-lenient',
+        { attachValidation: true, schema: { body: Type.Object({ name: Type.String({ maxLength: 9 }) }) } },
+        async () => ({ ok: true }),
+      )
+      // Broken on purpose: a 422 without the errors bag.
+      app.post(
+        '/test/walker-bare-422',
+        {
+          schema: { body: Type.Object({ name: Type.String() }) },
+          errorHandler: (_error, _request, reply) => reply.code(422).send({ message: 'Invalid.' }),
+        },
+        async () => ({ ok: true }),
+      )
+    },
+  })
   let cases: BadInputCase[]
   beforeAll(async () => {
-    t = await buildTestApp({
-      extend: (fastify) => {
-        const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-        app.post(
-          '/test/walker/:id',
-          {
-            config: { auth: 'admin' },
-            schema: {
-              params: Type.Object({ id: Type.Integer({ minimum: 1 }) }),
-              querystring: Type.Object({
-                limit: Type.Integer({ minimum: 1, maximum: 100 }),
-                flag: Type.Optional(Type.Boolean()),
-              }),
-              body: Type.Object({
-                title: Type.String({ minLength: 1, maxLength: 50 }),
-                tags: Type.Optional(Type.Array(Type.String({ maxLength: 20 }), { maxItems: 5 })),
-                meta: Type.Optional(Type.Object({ level: Type.Integer({ minimum: 0, maximum: 9 }) })),
-                price: Type.Optional(Type.Number({ minimum: 0, maximum: 1e6 })),
-              }),
-              response: { 200: Type.Object({ ok: Type.Boolean() }), ...commonErrorResponses },
-            },
-          },
-          async () => ({ ok: true }),
-        )
-        // Broken on purpose: trusts its path parameter (the router refuses params over 191 characters).
-        app.get('/test/walker-broken/:slug', async (request) => {
-          const { slug } = request.params as { slug: string }
-          if (slug.length > 20) throw new Error('trusted the path')
-          return { ok: true }
-        })
-        // Broken on purpose: ignores its failed validation.
-        app.post(
-          '/test/walker-lenient',
-          { attachValidation: true, schema: { body: Type.Object({ name: Type.String({ maxLength: 9 }) }) } },
-          async () => ({ ok: true }),
-        )
-        // Broken on purpose: a 422 without the errors bag.
-        app.post(
-          '/test/walker-bare-422',
-          {
-            schema: { body: Type.Object({ name: Type.String() }) },
-            errorHandler: (_error, _request, reply) => reply.code(422).send({ message: 'Invalid.' }),
-          },
-          async () => ({ ok: true }),
-        )
-      },
-    })
     const operations = await operationsWithInput(await documentOf(t))
     cases = operations.filter((op) => op.path.startsWith('/test/')).flatMap(badInputCases)
   })
-  afterAll(() => t?.close())
 
   it('derives body, query and path cases, and a route that validates them passes', async () => {
     const kinds: CaseKind[] = [

@@ -1,7 +1,7 @@
 import { compileErrors, validate } from '@readme/openapi-parser'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../helpers/build-test-app.ts'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { openApiPath } from '../helpers/routes.ts'
+import { appUnderTest } from '../helpers/under-test.ts'
 
 interface OpenApiDocument {
   openapi: string
@@ -11,16 +11,14 @@ interface OpenApiDocument {
 
 const DOCUMENT = '/api/openapi.json'
 
-let t: TestApp
+const t = appUnderTest()
 let doc: OpenApiDocument
 beforeAll(async () => {
-  t = await buildTestApp()
   const res = await fetch(`${t.baseUrl}${DOCUMENT}`, { headers: { accept: 'application/json' } })
   expect(res.status).toBe(200)
   expect(res.headers.get('content-type')).toContain('application/json')
   doc = (await res.json()) as OpenApiDocument
 })
-afterAll(() => t?.close())
 
 /** The app's own `/api/...` routes, as the document should list them. */
 const apiRoutes = () =>

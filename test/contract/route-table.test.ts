@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import type { RouteTableEntry } from '../../src/plugins/guards.ts'
-import { buildTestApp, type TestApp } from '../helpers/build-test-app.ts'
 import { type ClientResponse, TestClient } from '../helpers/client.ts'
 import { signedInClient } from '../helpers/factories.ts'
 import { concretePath, MUTATIONS } from '../helpers/routes.ts'
+import { appUnderTest } from '../helpers/under-test.ts'
 
 /**
  * Walks every route the app registers, so each route a later issue adds is held to the guard
@@ -21,13 +21,11 @@ const MAY_SKIP_CSRF = [
   'POST /apps/:appId/batch_events',
 ]
 
-let t: TestApp
+const t = appUnderTest()
 let routes: readonly RouteTableEntry[]
-beforeAll(async () => {
-  t = await buildTestApp()
+beforeAll(() => {
   routes = t.app.routeTable
 })
-afterAll(() => t?.close())
 
 const label = (route: RouteTableEntry) => `${route.method} ${route.url}`
 const guarded = () => routes.filter((route) => route.auth !== null)

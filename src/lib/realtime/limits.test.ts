@@ -1,27 +1,24 @@
 import { randomBytes } from 'node:crypto'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { buildTestApp, SPA_ORIGIN, type TestApp } from '../../../test/helpers/build-test-app.ts'
 import { type Frame, PusherSocket, type PusherSocketOptions } from '../../../test/helpers/pusher-socket.ts'
 import { sharedDatabase } from '../../../test/helpers/test-database.ts'
+import { appUnderTest } from '../../../test/helpers/under-test.ts'
 import { throttleAddress } from '../rate-limit/address.ts'
 import { channelAuth } from './signatures.ts'
 
 // What one client can make an instance do and hold (issue 25): raw `ws` clients against the app's
 // own port, so every frame and close is seen as sent.
 
-let t: TestApp
+const t = appUnderTest()
 const apps: TestApp[] = []
 const sockets: PusherSocket[] = []
 
-beforeAll(async () => {
-  t = await buildTestApp()
-})
 afterEach(() => {
   for (const socket of sockets.splice(0)) socket.terminate()
 })
 afterAll(async () => {
   for (const app of apps) await app.close().catch(() => {})
-  await t?.close()
 })
 
 /** Another app on the same database with some settings changed. */

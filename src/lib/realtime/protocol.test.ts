@@ -1,28 +1,25 @@
 import { randomBytes } from 'node:crypto'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
 import { createGroup } from '../../../test/helpers/chat.ts'
 import { signedInClient } from '../../../test/helpers/factories.ts'
 import { type Frame, PusherSocket } from '../../../test/helpers/pusher-socket.ts'
 import { sharedDatabase } from '../../../test/helpers/test-database.ts'
+import { appUnderTest } from '../../../test/helpers/under-test.ts'
 import { channelAuth } from './signatures.ts'
 
 // The Pusher protocol (version 7) as pusher-js and Reverb speak it, through raw `ws` clients against
 // the app's own port: every frame is seen as sent, so each rule is checked where it is applied.
 
-let t: TestApp
+const t = appUnderTest()
 const sockets: PusherSocket[] = []
 const extraApps: TestApp[] = []
 
-beforeAll(async () => {
-  t = await buildTestApp()
-})
 afterEach(() => {
   for (const socket of sockets.splice(0)) socket.close()
 })
 afterAll(async () => {
   for (const app of extraApps) await app.close().catch(() => {})
-  await t?.close()
 })
 
 const unique = (prefix: string) => `${prefix}.${randomBytes(4).toString('hex')}`

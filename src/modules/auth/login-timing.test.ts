@@ -1,9 +1,9 @@
 import { hashSync } from '@node-rs/bcrypt'
 import { eq } from 'drizzle-orm'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
+import { describe, expect, it } from 'vitest'
 import { TestClient } from '../../../test/helpers/client.ts'
 import { createUser, uniqueEmail } from '../../../test/helpers/factories.ts'
+import { appUnderTest } from '../../../test/helpers/under-test.ts'
 import { type UserRow, users } from '../../db/schema/index.ts'
 import { observePasswordWork, type PasswordWork } from '../../lib/passwords.ts'
 
@@ -11,13 +11,9 @@ import { observePasswordWork, type PasswordWork } from '../../lib/passwords.ts'
 // unknown email, an argon2id account and one imported from the Laravel original (bcrypt) do the
 // same hashing. Checked twice: by counting the hashing work (exact), and by the clock (medians).
 
-let t: TestApp
-beforeAll(async () => {
-  // Each login comes from its own address (X-Forwarded-For from a trusted peer), so the per-address
-  // and per-email throttles never answer in its place.
-  t = await buildTestApp({ env: { TRUSTED_PROXIES: '127.0.0.1' } })
-})
-afterAll(() => t.close())
+// Each login comes from its own address (X-Forwarded-For from a trusted peer), so the per-address
+// and per-email throttles never answer in its place.
+const t = appUnderTest({ env: { TRUSTED_PROXIES: '127.0.0.1' } })
 
 let addresses = 0
 const login = (email: string, password: string) => {

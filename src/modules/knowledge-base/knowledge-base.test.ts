@@ -16,6 +16,7 @@ import { stringify as toYaml } from 'yaml'
 import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../../test/helpers/client.ts'
 import { signedInClient } from '../../../test/helpers/factories.ts'
+import { appUnderTest } from '../../../test/helpers/under-test.ts'
 import { createKnowledgeBaseService, type SyncReport } from './knowledge-base.service.ts'
 
 const laravelDate = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
@@ -100,17 +101,14 @@ const syncNow = (t: TestApp, dir: string): Promise<SyncReport> =>
 
 const slugs = (res: { data: { data: Array<{ slug: string }> } }) => res.data.data.map((a) => a.slug)
 
-let t: TestApp
-let dir: string
+const dir = fixtureDir()
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true })
+})
+const t = appUnderTest({ knowledgeBaseDir: dir })
 let client: TestClient
 beforeAll(async () => {
-  dir = fixtureDir()
-  t = await buildTestApp({ knowledgeBaseDir: dir })
   ;({ client } = await signedInClient(t))
-})
-afterAll(async () => {
-  await t.close()
-  rmSync(dir, { recursive: true, force: true })
 })
 
 describe('GET /api/knowledge-base', () => {
@@ -482,13 +480,11 @@ describe('syncing the article files', () => {
 })
 
 describe('the shipped articles (content/knowledge-base)', () => {
-  let real: TestApp
+  const real = appUnderTest()
   let reader: TestClient
   beforeAll(async () => {
-    real = await buildTestApp()
     ;({ client: reader } = await signedInClient(real))
   })
-  afterAll(() => real.close())
 
   // The topics issue 3 asks the knowledge base to cover, and the article that covers each.
   const topics: Record<string, string> = {

@@ -3,7 +3,7 @@ import { eq } from 'drizzle-orm'
 import { Redis } from 'ioredis'
 import { Secret, TOTP } from 'otpauth'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp, testConfig } from '../../../test/helpers/build-test-app.ts'
+import { testConfig } from '../../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../../test/helpers/client.ts'
 import { minutes } from '../../../test/helpers/clock.ts'
 import { confirmPassword, signedInClient, uniqueEmail } from '../../../test/helpers/factories.ts'
@@ -109,24 +109,21 @@ describe('GET /api/user/confirmed-password-status', () => {
 const redisUrl = process.env.TEST_REDIS_URL
 // Joins the run when it has a Redis (the PostgreSQL+Redis run), as the other shared-state tests do.
 describe.each(redisUrl ? ['redis'] : [])('two instances sharing %s', () => {
-  let a: TestApp
-  let b: TestApp
   let cleaner: Redis
   const keyPrefix = `test:${randomBytes(4).toString('hex')}:`
   const connect = () => new Redis(redisUrl ?? '', { keyPrefix })
 
-  beforeAll(async () => {
-    a = await buildTestApp({ redis: connect() })
-    b = await buildTestApp({ redis: connect(), database: sharedDatabase(a.database) })
+  beforeAll(() => {
     cleaner = connect()
   })
+  // After both instances have closed (hooks after run in reverse).
   afterAll(async () => {
-    await b?.close()
-    await a?.close()
     const keys = await cleaner.keys(`${keyPrefix}*`)
     if (keys.length > 0) await cleaner.del(...keys.map((key) => key.slice(keyPrefix.length)))
     await cleaner.quit()
   })
+  const a = appUnderTest(() => ({ redis: connect() }))
+  const b = appUnderTest(() => ({ redis: connect(), database: sharedDatabase(a.database) }))
 
   it('a confirmation made through one instance counts on the other, which had the session cached', async () => {
     const { client: onA, password } = await signedInClient(a)

@@ -1,13 +1,14 @@
 import { createHash } from 'node:crypto'
 import { createServer, type Socket } from 'node:net'
 import { eq } from 'drizzle-orm'
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { buildTestApp, SPA_ORIGIN, type TestApp } from '../../../test/helpers/build-test-app.ts'
+import { describe, expect, it, vi } from 'vitest'
+import { buildTestApp, SPA_ORIGIN } from '../../../test/helpers/build-test-app.ts'
 import { type ClientResponse, TestClient } from '../../../test/helpers/client.ts'
 import { minutes } from '../../../test/helpers/clock.ts'
 import { createUser, signedInClient, uniqueEmail } from '../../../test/helpers/factories.ts'
-import { type ReceivedMail, SmtpSink } from '../../../test/helpers/smtp-sink.ts'
+import type { ReceivedMail } from '../../../test/helpers/smtp-sink.ts'
 import { sharedDatabase } from '../../../test/helpers/test-database.ts'
+import { appUnderTest, mailSinkUnderTest } from '../../../test/helpers/under-test.ts'
 import { outbox, passwordResetTokens } from '../../db/schema/index.ts'
 import { RESET_LINK_JOB } from './password-reset.service.ts'
 
@@ -19,17 +20,9 @@ const INVALID = {
 }
 const NEW_PASSWORD = 'a brand new secret'
 
-let sink: SmtpSink
-let t: TestApp
-beforeAll(async () => {
-  sink = await new SmtpSink().start()
-  // Behind a trusted proxy, so that each request can say which client it comes from.
-  t = await buildTestApp({ env: { MAIL_URL: sink.url, TRUSTED_PROXIES: '127.0.0.1' } })
-})
-afterAll(async () => {
-  await t.close()
-  await sink.stop()
-})
+const sink = mailSinkUnderTest()
+// Behind a trusted proxy, so that each request can say which client it comes from.
+const t = appUnderTest(() => ({ env: { MAIL_URL: sink.url, TRUSTED_PROXIES: '127.0.0.1' } }))
 
 const isResetMail = (mail: ReceivedMail) => mail.subject === 'Reset Password Notification'
 const resetMailsTo = (email: string) => sink.to(email).filter(isResetMail)

@@ -1,6 +1,5 @@
 import { eq } from 'drizzle-orm'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { TestClient } from '../../../test/helpers/client.ts'
 import { createUser, signedInClient } from '../../../test/helpers/factories.ts'
 import { appUnderTest } from '../../../test/helpers/under-test.ts'
@@ -149,14 +148,12 @@ describe('DELETE /api/user-profile', () => {
 
 describe('DELETE /api/user-profile by an admin', () => {
   // A database of its own: "the last admin" means no other test's admins may be in it.
-  let t: TestApp
+  const t = appUnderTest()
   /** The one admin who can sign in, whichever that is after each test. */
   let lastAdmin: { client: TestClient; user: UserRow; password: string }
   beforeAll(async () => {
-    t = await buildTestApp()
     lastAdmin = await signedInClient(t, { isAdmin: true })
   })
-  afterAll(() => t?.close())
 
   const LAST_ADMIN = { message: 'The last administrator cannot delete their own account.' }
   const activeAdmins = async () =>

@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import type { TestClient } from '../../../test/helpers/client.ts'
 import { signedInClient } from '../../../test/helpers/factories.ts'
-import { type FakeAnswer, FakeUpstream } from '../../../test/helpers/fake-upstream.ts'
+import type { FakeAnswer } from '../../../test/helpers/fake-upstream.ts'
 import { memoryLog } from '../../../test/helpers/memory-log.ts'
 import { parseSamples, sampleValue } from '../../../test/helpers/prometheus.ts'
 import { UPSTREAM_TOKEN, upstreamEnv } from '../../../test/helpers/proxy.ts'
+import { appUnderTest, fakeUpstreamUnderTest } from '../../../test/helpers/under-test.ts'
 
 /**
  * What traders get while the upstream fails, over real HTTP against the fake upstream: reads of
@@ -26,28 +26,22 @@ const METRICS_TOKEN = 'proxy-outage-metrics-token'
 const AT_ONCE_MS = 250
 
 const log = memoryLog()
-let fake: FakeUpstream
-let t: TestApp
+const fake = fakeUpstreamUnderTest()
+const t = appUnderTest(() => ({
+  env: {
+    ...upstreamEnv(fake.url, TIMEOUT_MS),
+    CACHE_TTL_SECONDS: String(TTL_SECONDS),
+    CACHE_STALE_SECONDS: String(STALE_SECONDS),
+    UPSTREAM_BREAKER_FAILURES: String(BREAKER_FAILURES),
+    UPSTREAM_BREAKER_COOLDOWN_MS: String(COOL_DOWN_MS),
+    PROXY_READS_PER_MINUTE: '100000',
+    METRICS_TOKEN,
+  },
+  loggerInstance: log.logger,
+}))
 let client: TestClient
 beforeAll(async () => {
-  fake = await new FakeUpstream().start()
-  t = await buildTestApp({
-    env: {
-      ...upstreamEnv(fake.url, TIMEOUT_MS),
-      CACHE_TTL_SECONDS: String(TTL_SECONDS),
-      CACHE_STALE_SECONDS: String(STALE_SECONDS),
-      UPSTREAM_BREAKER_FAILURES: String(BREAKER_FAILURES),
-      UPSTREAM_BREAKER_COOLDOWN_MS: String(COOL_DOWN_MS),
-      PROXY_READS_PER_MINUTE: '100000',
-      METRICS_TOKEN,
-    },
-    loggerInstance: log.logger,
-  })
   client = (await signedInClient(t, { verified: true })).client
-})
-afterAll(async () => {
-  await t?.close()
-  await fake?.stop()
 })
 beforeEach(async () => {
   fake.reset()

@@ -2,12 +2,13 @@ import { randomBytes } from 'node:crypto'
 import { request } from 'node:http'
 import { createServer } from 'node:net'
 import { Redis } from 'ioredis'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { buildTestApp } from '../../../test/helpers/build-test-app.ts'
 import { type ClientResponse, TestClient } from '../../../test/helpers/client.ts'
 import { signedInClient } from '../../../test/helpers/factories.ts'
-import { FakeUpstream } from '../../../test/helpers/fake-upstream.ts'
+import type { FakeUpstream } from '../../../test/helpers/fake-upstream.ts'
 import { UPSTREAM_TOKEN, upstreamEnv } from '../../../test/helpers/proxy.ts'
+import { appUnderTest, fakeUpstreamUnderTest } from '../../../test/helpers/under-test.ts'
 
 /**
  * The proxy mechanism over real HTTP: the app in front of a recording fake upstream. Shared reads
@@ -17,20 +18,14 @@ import { UPSTREAM_TOKEN, upstreamEnv } from '../../../test/helpers/proxy.ts'
 const TOKEN = UPSTREAM_TOKEN
 const TIMEOUT_MS = 500
 
-let fake: FakeUpstream
-let t: TestApp
+const fake = fakeUpstreamUnderTest()
+const t = appUnderTest(() => ({ env: upstreamEnv(fake.url) }))
 let client: TestClient
 let userId: number
 beforeAll(async () => {
-  fake = await new FakeUpstream().start()
-  t = await buildTestApp({ env: upstreamEnv(fake.url) })
   const signedIn = await signedInClient(t, { verified: true })
   client = signedIn.client
   userId = signedIn.user.id
-})
-afterAll(async () => {
-  await t?.close()
-  await fake?.stop()
 })
 beforeEach(() => fake.reset())
 

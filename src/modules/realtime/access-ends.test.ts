@@ -1,30 +1,23 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
+import { afterAll, describe, expect, it } from 'vitest'
 import { createGroup, joinGroup, postMessage } from '../../../test/helpers/chat.ts'
 import { TestClient } from '../../../test/helpers/client.ts'
 import { connected, echoFor, eventually, settle } from '../../../test/helpers/echo.ts'
 import { grantCredits, signedInClient } from '../../../test/helpers/factories.ts'
 import { resetPasswordByMail } from '../../../test/helpers/password-reset.ts'
 import { PusherSocket } from '../../../test/helpers/pusher-socket.ts'
-import { SmtpSink } from '../../../test/helpers/smtp-sink.ts'
+import { appUnderTest, mailSinkUnderTest } from '../../../test/helpers/under-test.ts'
 
 // Channel access is checked at the auth route; these show it ending while the socket stays open, as
 // the app's Echo (pusher-js) sees it: the dropped channel's `.error()`, nothing more on it, the
 // user's other channels working; a blocked or deleted user's socket closed for good.
 
-let sink: SmtpSink
-let t: TestApp
+const sink = mailSinkUnderTest()
+const t = appUnderTest(() => ({ env: { MAIL_URL: sink.url } }))
 const echoes: { disconnect(): void }[] = []
 const sockets: PusherSocket[] = []
-beforeAll(async () => {
-  sink = await new SmtpSink().start()
-  t = await buildTestApp({ env: { MAIL_URL: sink.url } })
-})
-afterAll(async () => {
+afterAll(() => {
   for (const echo of echoes) echo.disconnect()
   for (const socket of sockets) socket.close()
-  await t?.close()
-  await sink?.stop()
 })
 
 const ENDED = { type: 'AuthError', error: 'Access to this channel has ended.', status: 403 }

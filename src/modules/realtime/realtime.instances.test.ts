@@ -18,6 +18,7 @@ import {
   type ServerDatabase,
   sharedDatabase,
 } from '../../../test/helpers/test-database.ts'
+import { appUnderTest } from '../../../test/helpers/under-test.ts'
 import { type Database, openDatabase } from '../../db/client.ts'
 
 // Several instances behind a load balancer share one database and one Redis: an event published on
@@ -87,14 +88,10 @@ function watchPresence(echo: ReturnType<typeof echoFor>, channel: string) {
 
 // Every run: the single-instance side of a crash, a connection that drops without a close frame.
 describe('real-time on one instance without Redis', () => {
-  let t: TestApp
+  const t = appUnderTest()
   const echoes: { disconnect(): void }[] = []
-  beforeAll(async () => {
-    t = await buildTestApp()
-  })
-  afterAll(async () => {
+  afterAll(() => {
     for (const echo of echoes) echo.disconnect()
-    await t?.close()
   })
 
   it('removes a member whose connection drops without a close frame, and says they are offline', async () => {

@@ -1,18 +1,14 @@
 import PusherServer from 'pusher'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
+import { afterAll, describe, expect, it } from 'vitest'
 import { createGroup, joinGroup, postMessage } from '../../../test/helpers/chat.ts'
 import { connected, echoFor, eventually, settle } from '../../../test/helpers/echo.ts'
 import { grantCredits, signedInClient } from '../../../test/helpers/factories.ts'
+import { appUnderTest } from '../../../test/helpers/under-test.ts'
 
-let t: TestApp
+const t = appUnderTest()
 const echoes: { disconnect(): void }[] = []
-beforeAll(async () => {
-  t = await buildTestApp()
-})
-afterAll(async () => {
+afterAll(() => {
   for (const echo of echoes) echo.disconnect()
-  await t?.close()
 })
 
 /** A signed-in user with a connected Echo, as a browser tab of the app. */

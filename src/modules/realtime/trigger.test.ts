@@ -1,18 +1,14 @@
 import { createHash, createHmac } from 'node:crypto'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
+import { afterAll, describe, expect, it } from 'vitest'
 import { connected, echoFor, eventually, settle } from '../../../test/helpers/echo.ts'
 import { signedInClient } from '../../../test/helpers/factories.ts'
+import { appUnderTest } from '../../../test/helpers/under-test.ts'
 
 /** Pusher's HTTP API, signed by hand, for what a server SDK would not send (limits, stale or bad signatures). */
-let t: TestApp
+const t = appUnderTest()
 const echoes: { disconnect(): void }[] = []
-beforeAll(async () => {
-  t = await buildTestApp()
-})
-afterAll(async () => {
+afterAll(() => {
   for (const echo of echoes) echo.disconnect()
-  await t?.close()
 })
 
 interface Signed {

@@ -1,32 +1,26 @@
 import { eq } from 'drizzle-orm'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../../test/helpers/build-test-app.ts'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { buildTestApp } from '../../../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../../../test/helpers/client.ts'
 import { createUser, signedInClient } from '../../../../test/helpers/factories.ts'
-import { SmtpSink } from '../../../../test/helpers/smtp-sink.ts'
+import { appUnderTest, mailSinkUnderTest } from '../../../../test/helpers/under-test.ts'
 import { sessions, users } from '../../../db/schema/index.ts'
 
 /** Blocking and roles: who can sign in, and who stays an admin. */
 
-let sink: SmtpSink
-beforeAll(async () => {
-  sink = await new SmtpSink().start()
-})
-afterAll(() => sink?.stop())
+const sink = mailSinkUnderTest()
 
 const notFound = (id: number) => ({ message: `No query results for model [App\\Models\\User] ${id}` })
 
 describe('POST /api/user/block-unblock/{user}', () => {
-  let t: TestApp
+  const t = appUnderTest(() => ({ env: { MAIL_URL: sink.url } }))
   let admin: TestClient
   let adminId: number
   beforeAll(async () => {
-    t = await buildTestApp({ env: { MAIL_URL: sink.url } })
     const signedIn = await signedInClient(t, { isAdmin: true, verified: true })
     admin = signedIn.client
     adminId = signedIn.user.id
   })
-  afterAll(() => t?.close())
 
   const login = (email: string, password: string) =>
     new TestClient(t.baseUrl).post('/api/login', { email, password })
@@ -98,16 +92,14 @@ describe('POST /api/user/block-unblock/{user}', () => {
 })
 
 describe('POST /api/user/change-role/{user}', () => {
-  let t: TestApp
+  const t = appUnderTest(() => ({ env: { MAIL_URL: sink.url } }))
   let admin: TestClient
   let adminId: number
   beforeAll(async () => {
-    t = await buildTestApp({ env: { MAIL_URL: sink.url } })
     const signedIn = await signedInClient(t, { isAdmin: true, verified: true })
     admin = signedIn.client
     adminId = signedIn.user.id
   })
-  afterAll(() => t?.close())
 
   const isAdmin = async (id: number) =>
     (await t.database.db.select().from(users).where(eq(users.id, id)))[0]?.isAdmin

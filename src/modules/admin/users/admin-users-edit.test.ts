@@ -1,27 +1,20 @@
 import { eq } from 'drizzle-orm'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, type TestApp } from '../../../../test/helpers/build-test-app.ts'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { TestClient } from '../../../../test/helpers/client.ts'
 import { createUser, signedInClient, uniqueEmail } from '../../../../test/helpers/factories.ts'
-import { SmtpSink } from '../../../../test/helpers/smtp-sink.ts'
+import { appUnderTest, mailSinkUnderTest } from '../../../../test/helpers/under-test.ts'
 import { outbox, sessions, userData, users } from '../../../db/schema/index.ts'
 
 /** Editing and deleting users as an admin. */
 
-let t: TestApp
-let sink: SmtpSink
+const sink = mailSinkUnderTest()
+const t = appUnderTest(() => ({ env: { MAIL_URL: sink.url } }))
 let admin: TestClient
 let adminId: number
 beforeAll(async () => {
-  sink = await new SmtpSink().start()
-  t = await buildTestApp({ env: { MAIL_URL: sink.url } })
   const signedIn = await signedInClient(t, { isAdmin: true, verified: true })
   admin = signedIn.client
   adminId = signedIn.user.id
-})
-afterAll(async () => {
-  await t?.close()
-  await sink?.stop()
 })
 
 const userRow = async (id: number) => (await t.database.db.select().from(users).where(eq(users.id, id)))[0]

@@ -14,10 +14,14 @@ import { buildTestApp, type TestApp } from '../../../../test/helpers/build-test-
 import { recordEvents } from '../../../../test/helpers/chat.ts'
 import { TestClient } from '../../../../test/helpers/client.ts'
 import { signedInClient } from '../../../../test/helpers/factories.ts'
-import { FakeModel, type ModelRequest } from '../../../../test/helpers/fake-model.ts'
-import { FakeUpstream } from '../../../../test/helpers/fake-upstream.ts'
+import type { FakeModel, ModelRequest } from '../../../../test/helpers/fake-model.ts'
 import { upstreamEnv } from '../../../../test/helpers/proxy.ts'
 import { sharedDatabase } from '../../../../test/helpers/test-database.ts'
+import {
+  appUnderTest,
+  fakeModelUnderTest,
+  fakeUpstreamUnderTest,
+} from '../../../../test/helpers/under-test.ts'
 import { aiCalls } from '../../../db/schema/index.ts'
 import {
   ASSISTANT_ACCOUNT_TOOLS,
@@ -28,9 +32,8 @@ import {
 import { FAILED_TEXT, TIMED_OUT_TEXT } from './agents.service.ts'
 
 // One fake model server and one fake upstream for every app of the file; each test queues its own answers.
-const model = new FakeModel()
-const upstream = new FakeUpstream()
-let t: TestApp
+const model = fakeModelUnderTest()
+const upstream = fakeUpstreamUnderTest()
 
 /** The app's environment: the fake model as its OpenAI-compatible server, the fake upstream for account data. */
 const aiEnv = (extra: Record<string, string> = {}) => ({
@@ -41,14 +44,7 @@ const aiEnv = (extra: Record<string, string> = {}) => ({
   ...extra,
 })
 
-beforeAll(async () => {
-  await Promise.all([model.start(), upstream.start()])
-  t = await buildTestApp({ env: aiEnv() })
-})
-afterAll(async () => {
-  await t?.close()
-  await Promise.all([model.stop(), upstream.stop()])
-})
+const t = appUnderTest(() => ({ env: aiEnv() }))
 beforeEach(() => {
   model.reset()
   upstream.reset()
@@ -317,11 +313,10 @@ describe('the tools offered to the model', () => {
   })
 
   describe('pro edition', () => {
-    let pro: TestApp
-    beforeAll(async () => {
-      pro = await buildTestApp({ env: aiEnv({ APP_EDITION: 'pro' }), database: sharedDatabase(t.database) })
-    })
-    afterAll(() => pro?.close())
+    const pro = appUnderTest(() => ({
+      env: aiEnv({ APP_EDITION: 'pro' }),
+      database: sharedDatabase(t.database),
+    }))
     beforeEach(() => pro.clock.advance(61_000))
 
     // Market tools go to the signed-in trading and assistant agents only.
@@ -762,14 +757,10 @@ describe('when the model fails', () => {
   })
 
   describe('that takes longer than AI_TIMEOUT_MS', () => {
-    let slow: TestApp
-    beforeAll(async () => {
-      slow = await buildTestApp({
-        env: aiEnv({ AI_TIMEOUT_MS: '1000' }),
-        database: sharedDatabase(t.database),
-      })
-    })
-    afterAll(() => slow?.close())
+    const slow = appUnderTest(() => ({
+      env: aiEnv({ AI_TIMEOUT_MS: '1000' }),
+      database: sharedDatabase(t.database),
+    }))
 
     const stalls: Array<[string, Parameters<FakeModel['reply']>[0]]> = [
       ['never answers', { hang: true }],

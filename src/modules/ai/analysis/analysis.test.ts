@@ -7,9 +7,9 @@ import { createGroup, joinGroup, postMessage, recordEvents } from '../../../../t
 import { TestClient } from '../../../../test/helpers/client.ts'
 import { connected, echoFor, eventually, settle } from '../../../../test/helpers/echo.ts'
 import { createUser, signedInClient } from '../../../../test/helpers/factories.ts'
-import { FakeModel } from '../../../../test/helpers/fake-model.ts'
 import { freePort } from '../../../../test/helpers/ports.ts'
 import { openTestDatabase, sharedDatabase } from '../../../../test/helpers/test-database.ts'
+import { appUnderTest, fakeModelUnderTest } from '../../../../test/helpers/under-test.ts'
 import type { Database, Db } from '../../../db/client.ts'
 import { aiCalls, chatAnalyses, outbox } from '../../../db/schema/index.ts'
 import { INTERRUPTED_REASON } from '../calls/ai-call-recorder.ts'
@@ -183,17 +183,10 @@ const NOTHING = { sent: 0, retried: 0, failed: 0 }
 // ---------------------------------------------------------------------------------------------
 
 describe('analysis in chat on one instance', () => {
-  const model = new FakeModel()
-  let t: TestApp
-
-  beforeAll(async () => {
-    await model.start()
-    t = await buildTestApp({ env: aiEnv(model.url) })
-  })
-  afterAll(async () => {
+  const model = fakeModelUnderTest()
+  const t = appUnderTest(() => ({ env: aiEnv(model.url) }))
+  afterAll(() => {
     closeTabs()
-    await t?.close()
-    await model.stop()
   })
   beforeEach(() => model.reset())
 
@@ -630,20 +623,18 @@ describe('analysis in chat on one instance', () => {
 // ---------------------------------------------------------------------------------------------
 
 describe('analysis jobs across instances', () => {
-  const model = new FakeModel()
+  const model = fakeModelUnderTest()
   let database: Database
   const apps: TestApp[] = []
   const redisUrl = process.env.TEST_REDIS_URL
 
   beforeAll(async () => {
-    await model.start()
     database = await openTestDatabase()
   })
   afterAll(async () => {
     closeTabs()
     for (const app of apps.reverse()) await app.close().catch(() => {})
     await database?.close()
-    await model.stop()
   })
   beforeEach(() => model.reset())
 

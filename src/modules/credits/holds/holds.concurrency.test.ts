@@ -4,6 +4,7 @@ import { buildTestApp, type TestApp } from '../../../../test/helpers/build-test-
 import { TestClient } from '../../../../test/helpers/client.ts'
 import { grantCredits, signedInClient } from '../../../../test/helpers/factories.ts'
 import { createServerDatabase, type ServerDatabase } from '../../../../test/helpers/test-database.ts'
+import { appUnderTest } from '../../../../test/helpers/under-test.ts'
 import type { Db } from '../../../db/client.ts'
 import { openDatabase } from '../../../db/client.ts'
 import { creditAccounts, creditHolds, creditTransactions } from '../../../db/schema/index.ts'
@@ -20,11 +21,7 @@ const serverUrl = process.env.TEST_DATABASE_URL
 // Runs everywhere so the file always has a test; on PGlite it checks the answers of a burst, not
 // the locking (PGlite runs one statement at a time whatever we do).
 describe('a burst of hold creates on the test database', () => {
-  let t: TestApp
-  beforeAll(async () => {
-    t = await buildTestApp()
-  })
-  afterAll(() => t?.close())
+  const t = appUnderTest()
 
   it('60 simultaneous creates on a balance covering 20: 20 held, 40 refused', async () => {
     const { client, user } = await signedInClient(t)

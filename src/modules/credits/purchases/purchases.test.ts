@@ -1,31 +1,30 @@
 import { and, count, eq } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildTestApp, SPA_ORIGIN, type TestApp } from '../../../../test/helpers/build-test-app.ts'
+import { SPA_ORIGIN, type TestApp } from '../../../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../../../test/helpers/client.ts'
 import { createUser, signedInClient } from '../../../../test/helpers/factories.ts'
 import { checkoutEvent, FakeStripe, signatureFor } from '../../../../test/helpers/fake-stripe.ts'
+import { appUnderTest } from '../../../../test/helpers/under-test.ts'
 import { creditTransactions, paymentEvents } from '../../../db/schema/index.ts'
 
 const SECRET_KEY = 'sk_test_fake_key_for_tests'
 const WEBHOOK_SECRET = 'whsec_test_secret_for_tests'
 const WEBHOOK = '/payments/buy-credits/webhook'
 
-let t: TestApp
 let stripe: FakeStripe
 beforeAll(async () => {
   stripe = await new FakeStripe().start()
-  t = await buildTestApp({
-    env: {
-      STRIPE_SECRET_KEY: SECRET_KEY,
-      STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
-      STRIPE_API_BASE: stripe.url,
-    },
-  })
 })
 afterAll(async () => {
-  await t?.close()
   await stripe?.stop()
 })
+const t = appUnderTest(() => ({
+  env: {
+    STRIPE_SECRET_KEY: SECRET_KEY,
+    STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
+    STRIPE_API_BASE: stripe.url,
+  },
+}))
 
 /** Posts a webhook delivery as Stripe does: raw JSON, no cookies, no CSRF token. */
 async function deliver(app: TestApp, payload: string, signature?: string) {
@@ -296,11 +295,7 @@ describe(`POST ${WEBHOOK}`, () => {
 })
 
 describe('payments not configured', () => {
-  let bare: TestApp
-  beforeAll(async () => {
-    bare = await buildTestApp()
-  })
-  afterAll(() => bare?.close())
+  const bare = appUnderTest()
 
   it('GET /buy-credits/{package} answers 503 with a clear message (an unknown package is still a 404)', async () => {
     const { client } = await signedInClient(bare)
