@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import type { Config } from './config.ts'
 import { buildCoreServices } from './core-services.ts'
 import { createActivitiesService } from './modules/activities/activities.service.ts'
@@ -9,8 +9,8 @@ import { createAnalysisJob } from './modules/ai/analysis/analysis.job.ts'
 import { createAnalysisService } from './modules/ai/analysis/analysis.service.ts'
 import { ANALYSIS_JOB, queueAnalysis } from './modules/ai/analysis/analysis-requests.ts'
 import { countAiCalls } from './modules/ai/calls/ai-call-metrics.ts'
-import { createAiCallRecorder } from './modules/ai/calls/ai-call-recorder.ts'
-import { configuredModel } from './modules/ai/model.ts'
+import { type AiCallRecorder, createAiCallRecorder } from './modules/ai/calls/ai-call-recorder.ts'
+import { type ConfiguredModel, configuredModel } from './modules/ai/model.ts'
 import { accountTools } from './modules/ai/tools/account-tools.ts'
 import { knowledgeBaseTools } from './modules/ai/tools/knowledge-base-tools.ts'
 import { marketTools } from './modules/ai/tools/market-tools.ts'
@@ -38,7 +38,7 @@ import { createProfilePhotosService } from './modules/profile/photos/profile-pho
 import { createProfileService } from './modules/profile/profile.service.ts'
 import { createProxyService } from './modules/proxy/proxy.service.ts'
 import { endChannelAccessWithItsReason } from './modules/realtime/access-ends.ts'
-import { broadcastChatEvents, notifyOrderStatus } from './modules/realtime/broadcasts.ts'
+import { broadcastChatEvents, notifyHoldChanges } from './modules/realtime/broadcasts.ts'
 import { createChannelRules } from './modules/realtime/channels.ts'
 import { createChannelAuthService } from './modules/realtime/realtime.service.ts'
 import { createSupportService } from './modules/support/support.service.ts'
@@ -70,7 +70,7 @@ export function buildServices(
   return { ...built, ...overrides.replace?.(built) }
 }
 
-/** Builds every service, and wires the listeners and jobs that carry consequences between domains. */
+/** Builds every service, in dependency order, then wires what carries consequences between them. */
 function assembleServices(app: FastifyInstance, config: Config, catalog: BillingCatalog) {
   const { db, clock, events } = app
   const core = buildCoreServices({ config, db, clock, events })
@@ -218,29 +218,43 @@ function assembleServices(app: FastifyInstance, config: Config, catalog: Billing
     support: createSupportService({ db, clock, supportEmail: config.supportEmail, queueMail }),
   }
 
-  // Consequences between domains: listeners on app.events, and the outbox's jobs.
+  wireConsequences(app, config, { model, calls: aiCalls, log: aiLog })
+  return built
+}
+
+/**
+ * The consequences between domains that no request carries: listeners on app.events (real-time
+ * broadcasts and notifications, metrics, channel access ending), the AI calls a stop interrupted,
+ * and the outbox's jobs.
+ */
+function wireConsequences(
+  app: FastifyInstance,
+  config: Config,
+  ai: { model: ConfiguredModel; calls: AiCallRecorder; log: FastifyBaseLogger },
+): void {
+  const { events } = app
   countAiCalls(app.metrics, events)
   countHoldTransitions(app.metrics, events)
   broadcastChatEvents(app)
-  events.on('CreditHoldChanged', (e) => notifyOrderStatus(app, e.userId, e.hold))
+  notifyHoldChanges(app)
   endChannelAccessWithItsReason(app)
   // A call cannot outlive AI_TIMEOUT_MS; one still `streaming` well past it was cut off by a stop.
   app.addHook('onReady', async () => {
-    const closed = await aiCalls.closeInterrupted(config.ai.timeoutMs + 60_000)
-    if (closed > 0) aiLog.warn({ closed }, 'AI calls interrupted by a stop recorded as failed')
+    const closed = await ai.calls.closeInterrupted(config.ai.timeoutMs + 60_000)
+    if (closed > 0) ai.log.warn({ closed }, 'AI calls interrupted by a stop recorded as failed')
   })
   app.outbox.handle(
     ANALYSIS_JOB,
     createAnalysisJob({
-      db,
-      clock,
+      db: app.db,
+      clock: app.clock,
       appUrl: config.appUrl,
       events,
       storage: app.storage,
-      model,
-      calls: aiCalls,
+      model: ai.model,
+      calls: ai.calls,
       timeoutMs: config.ai.timeoutMs,
-      log: aiLog,
+      log: ai.log,
     }),
     {
       maxAttempts: config.ai.jobAttempts,
@@ -250,7 +264,6 @@ function assembleServices(app: FastifyInstance, config: Config, catalog: Billing
       leaseMs: config.ai.timeoutMs + 60_000,
     },
   )
-  return built
 }
 
 declare module 'fastify' {

@@ -1,23 +1,19 @@
 import { eq } from 'drizzle-orm'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { TestApp } from '../../test/helpers/build-test-app.ts'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { createGroup } from '../../test/helpers/chat.ts'
 import type { TestClient } from '../../test/helpers/client.ts'
 import { signedInClient, uniqueEmail } from '../../test/helpers/factories.ts'
-import type { FakeUpstream } from '../../test/helpers/fake-upstream.ts'
 import { type FormPairs, formEncoded, multipartForm, type RawBody } from '../../test/helpers/forms.ts'
-import { proxiedTestApp } from '../../test/helpers/proxy.ts'
+import { upstreamEnv } from '../../test/helpers/proxy.ts'
+import { appUnderTest, fakeUpstreamUnderTest } from '../../test/helpers/under-test.ts'
 import { chatMessages } from '../db/schema/index.ts'
 
-let fake: FakeUpstream
-let t: TestApp
-let close: () => Promise<void>
+const fake = fakeUpstreamUnderTest()
+const t = appUnderTest(() => ({ env: upstreamEnv(fake.url) }))
 let client: TestClient
 beforeAll(async () => {
-  ;({ fake, t, close } = await proxiedTestApp())
   ;({ client } = await signedInClient(t, { verified: true }))
 })
-afterAll(() => close?.())
 
 const send = (who: TestClient, method: string, path: string, body: RawBody) =>
   who.request(method, path, undefined, { raw: body.payload, headers: { 'content-type': body.contentType } })

@@ -1,24 +1,20 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import type { TestApp } from '../helpers/build-test-app.ts'
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import type { TestClient } from '../helpers/client.ts'
 import { signedInClient } from '../helpers/factories.ts'
-import type { FakeUpstream } from '../helpers/fake-upstream.ts'
-import { proxiedTestApp } from '../helpers/proxy.ts'
+import { upstreamEnv } from '../helpers/proxy.ts'
+import { appUnderTest, fakeUpstreamUnderTest } from '../helpers/under-test.ts'
 
 /**
  * Path parameters as long as their schemas allow (191 characters: upstream ids and symbols) reach
  * the handler; longer ones name no route. Fastify's router alone would stop at 100.
  */
 
-let fake: FakeUpstream
-let t: TestApp
-let close: () => Promise<void>
+const fake = fakeUpstreamUnderTest()
+const t = appUnderTest(() => ({ env: upstreamEnv(fake.url) }))
 let client: TestClient
 beforeAll(async () => {
-  ;({ fake, t, close } = await proxiedTestApp())
   ;({ client } = await signedInClient(t, { verified: true }))
 })
-afterAll(() => close?.())
 beforeEach(() => {
   fake.reset()
   fake.on('GET', /.*/, (call) => ({ body: { data: { path: call.path } } }))

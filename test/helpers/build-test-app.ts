@@ -30,6 +30,8 @@ export interface TestAppOptions {
   loggerInstance?: AppOverrides['loggerInstance']
   /** A folder of knowledge base articles to sync at start instead of content/knowledge-base/. */
   knowledgeBaseDir?: string
+  /** A billing catalogue, or stand-ins for built services (src/services.ts). */
+  services?: AppOverrides['services']
   /** Registers test-only routes (to exercise a guard or a failure) before the app starts listening. */
   extend?: (app: FastifyInstance) => void | Promise<void>
   /** The loopback port to listen on (from freePort(), so APP_URL can name it); any free one when left out. */
@@ -57,6 +59,7 @@ export async function buildTestApp(options: TestAppOptions = {}): Promise<TestAp
     redis: options.redis ?? (config.redisUrl ? undefined : null),
     loggerInstance: options.loggerInstance,
     knowledgeBaseDir: options.knowledgeBaseDir,
+    services: options.services,
   })
   await options.extend?.(app)
   await app.listen({ host: '127.0.0.1', port: options.port ?? 0 })

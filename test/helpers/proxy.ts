@@ -1,6 +1,4 @@
-import { buildTestApp, type TestApp } from './build-test-app.ts'
 import type { TestClient } from './client.ts'
-import { FakeUpstream } from './fake-upstream.ts'
 
 /** The upstream token the proxy tests configure; no answer may ever contain it. */
 export const UPSTREAM_TOKEN = 'secret-token'
@@ -11,20 +9,6 @@ export const upstreamEnv = (url: string, timeoutMs = 500) => ({
   UPSTREAM_API_TOKEN: UPSTREAM_TOKEN,
   UPSTREAM_TIMEOUT_MS: String(timeoutMs),
 })
-
-/** A recording fake upstream and the app in front of it; `close` stops both. */
-export async function proxiedTestApp(): Promise<{ fake: FakeUpstream; t: TestApp; close(): Promise<void> }> {
-  const fake = await new FakeUpstream().start()
-  const t = await buildTestApp({ env: upstreamEnv(fake.url) })
-  return {
-    fake,
-    t,
-    async close() {
-      await t.close()
-      await fake.stop()
-    },
-  }
-}
 
 /**
  * One user's reads that a strategy or condition write clears (UPSTREAM.md): strategies, a strategy,

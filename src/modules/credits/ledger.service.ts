@@ -3,7 +3,7 @@ import type { CreditAccountRow, CreditTransactionRow } from '../../db/schema/ind
 import type { Clock } from '../../lib/clock.ts'
 import { creditNumber, creditUnitsToNumber, toCreditUnits } from '../../lib/decimal.ts'
 import { ValidationError } from '../../lib/errors.ts'
-import { createKeyedQueue, type KeyedQueue } from '../../lib/keyed-queue.ts'
+import { createKeyedQueue } from '../../lib/keyed-queue.ts'
 import { type LengthAwarePage, paginate } from '../../lib/laravel.ts'
 import type { CreditSummary } from '../users/users.presenters.ts'
 import { presentTransaction, type TransactionResponse } from './ledger.presenters.ts'
@@ -24,19 +24,6 @@ export interface HistoryOptions {
 }
 
 /**
- * One queue per database (so per app instance; tests build several): a burst of one user's
- * requests waits here, one at a time, instead of each taking a pooled connection only to wait on
- * the account row lock, which would starve every other user of connections. The row lock still
- * orders requests across instances.
- */
-const accountQueues = new WeakMap<Db, KeyedQueue>()
-function accountQueueOf(db: Db): KeyedQueue {
-  const queue = accountQueues.get(db) ?? createKeyedQueue()
-  accountQueues.set(db, queue)
-  return queue
-}
-
-/**
  * The credits ledger: an append-only list of signed amounts per user, with the running balance and
  * held totals on the user's credit_accounts row. Every change locks that row first (inside
  * withLockedAccount, or as the first step of one statement, as the hold statements do), so
@@ -44,7 +31,11 @@ function accountQueueOf(db: Db): KeyedQueue {
  */
 export function createLedgerService({ db, clock }: { db: Db; clock: Clock }) {
   const repo = createLedgerRepository({ db })
-  const queue = accountQueueOf(db)
+  // A burst of one user's requests waits here, one at a time, instead of each taking a pooled
+  // connection only to wait on the account row lock, which would starve every other user of
+  // connections. One queue per service, so per app instance (the service is built once); the row
+  // lock still orders requests across instances.
+  const queue = createKeyedQueue()
 
   return {
     /**

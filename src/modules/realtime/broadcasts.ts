@@ -70,7 +70,7 @@ export function broadcastChatEvents(app: FastifyInstance): void {
  * The "order-status-updated" notification for a changed credit hold, on the user's channel, as
  * Laravel's broadcast notification (so Echo's `.notification()` gets it): to every tab of the user.
  */
-export function notifyOrderStatus(app: FastifyInstance, userId: number, hold: CreditHoldRow): void {
+function notifyOrderStatus(app: FastifyInstance, userId: number, hold: CreditHoldRow): void {
   const data = {
     id: randomUUID(),
     type: 'order-status-updated',
@@ -81,4 +81,9 @@ export function notifyOrderStatus(app: FastifyInstance, userId: number, hold: Cr
   app.realtime.publish([userChannel(userId)], NOTIFICATION_EVENT, data).catch((error: unknown) => {
     app.log.warn({ err: error }, 'realtime: order status notification failed')
   })
+}
+
+/** Sends the "order-status-updated" notification for every committed hold change. */
+export function notifyHoldChanges(app: FastifyInstance): void {
+  app.events.on('CreditHoldChanged', (e) => notifyOrderStatus(app, e.userId, e.hold))
 }

@@ -1,17 +1,11 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import type { TestApp } from '../../../../test/helpers/build-test-app.ts'
+import { beforeEach, describe, expect, it } from 'vitest'
 import type { TestClient } from '../../../../test/helpers/client.ts'
 import { signedInClient } from '../../../../test/helpers/factories.ts'
-import type { FakeUpstream } from '../../../../test/helpers/fake-upstream.ts'
-import { cacheStates, proxiedTestApp, STRATEGY_GROUP_READS } from '../../../../test/helpers/proxy.ts'
+import { cacheStates, STRATEGY_GROUP_READS, upstreamEnv } from '../../../../test/helpers/proxy.ts'
+import { appUnderTest, fakeUpstreamUnderTest } from '../../../../test/helpers/under-test.ts'
 
-let fake: FakeUpstream
-let t: TestApp
-let close: () => Promise<void>
-beforeAll(async () => {
-  ;({ fake, t, close } = await proxiedTestApp())
-})
-afterAll(() => close?.())
+const fake = fakeUpstreamUnderTest()
+const t = appUnderTest(() => ({ env: upstreamEnv(fake.url) }))
 beforeEach(() => {
   fake.reset()
   fake.on('GET', /.*/, (call) => ({ body: { data: { path: call.path, user: call.headers['x-user-id'] } } }))

@@ -1,19 +1,15 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import type { TestApp } from '../../../../test/helpers/build-test-app.ts'
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import type { TestClient } from '../../../../test/helpers/client.ts'
 import { signedInClient } from '../../../../test/helpers/factories.ts'
-import type { FakeUpstream } from '../../../../test/helpers/fake-upstream.ts'
-import { proxiedTestApp } from '../../../../test/helpers/proxy.ts'
+import { upstreamEnv } from '../../../../test/helpers/proxy.ts'
+import { appUnderTest, fakeUpstreamUnderTest } from '../../../../test/helpers/under-test.ts'
 
-let fake: FakeUpstream
-let t: TestApp
-let close: () => Promise<void>
+const fake = fakeUpstreamUnderTest()
+const t = appUnderTest(() => ({ env: upstreamEnv(fake.url) }))
 let client: TestClient
 beforeAll(async () => {
-  ;({ fake, t, close } = await proxiedTestApp())
   ;({ client } = await signedInClient(t, { verified: true }))
 })
-afterAll(() => close?.())
 beforeEach(() => {
   fake.reset()
   // Shared reads are cached across tests: every test below reads paths or queries of its own.

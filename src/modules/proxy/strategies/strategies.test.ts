@@ -1,24 +1,18 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import type { TestApp } from '../../../../test/helpers/build-test-app.ts'
+import { beforeEach, describe, expect, it } from 'vitest'
 import type { TestClient } from '../../../../test/helpers/client.ts'
 import { sessionCsrfToken } from '../../../../test/helpers/csrf.ts'
 import { signedInClient } from '../../../../test/helpers/factories.ts'
-import type { FakeUpstream } from '../../../../test/helpers/fake-upstream.ts'
 import {
   cacheStates,
-  proxiedTestApp,
   STRATEGY_GROUP_READS,
   UNRELATED_READS,
+  upstreamEnv,
 } from '../../../../test/helpers/proxy.ts'
 import { SPEC_STRATEGY_ACTIONS } from '../../../../test/helpers/spec-strategy-actions.ts'
+import { appUnderTest, fakeUpstreamUnderTest } from '../../../../test/helpers/under-test.ts'
 
-let fake: FakeUpstream
-let t: TestApp
-let close: () => Promise<void>
-beforeAll(async () => {
-  ;({ fake, t, close } = await proxiedTestApp())
-})
-afterAll(() => close?.())
+const fake = fakeUpstreamUnderTest()
+const t = appUnderTest(() => ({ env: upstreamEnv(fake.url) }))
 beforeEach(() => {
   fake.reset()
   // Every read answers who asked and what: an answer served to the wrong user would show it.
