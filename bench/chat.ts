@@ -30,6 +30,18 @@ const SEEDED_MESSAGES = 200_000
 // A member's read marker stays up to this many messages back, so most conversations show some unread.
 const UNREAD_SPREAD = 30
 const SIDEBAR_TARGET_MS = 20
+const POST_RATIO_GOAL = 0.5
+// Room size: posts to a big and a small group, alternately, one at a time, by posters of their own
+// (each posts ROOM_POSTS_EACH times, within the per-user limit of 60 a minute).
+const BIG_ROOM = Number(process.env.BENCH_BIG_ROOM ?? 5000)
+const SMALL_ROOM = 10
+const ROOM_POSTERS = 10
+const ROOM_POSTS_EACH = 20
+const ROOM_RATIO_GOAL = 1.5
+
+/** One line per target, as every bench prints them. */
+const targetLine = (name: string, figure: string, goal: string, met: boolean) =>
+  `target ${name}: ${figure} (goal ${goal}) ${met ? 'met' : 'NOT met'}`
 
 interface Session {
   userId: number
@@ -112,11 +124,15 @@ async function main() {
       sessions[i] = await newSession(`bench-${i}@example.com`, `Bench ${i}`)
     })
 
-    // The reader's groups; the first POSTING_GROUPS are the ones posted to.
+    // The reader's groups, each created by a poster (a user may create only a few a minute) and
+    // joined by the reader; the first POSTING_GROUPS are the ones posted to.
     const groupIds: number[] = new Array(READER_GROUPS)
     await inParallel(READER_GROUPS, 8, async (g) => {
-      const created = await expect(201, 'POST', '/api/group', reader, { name: `Bench group ${g}` })
+      const created = await expect(201, 'POST', '/api/group', sessions[g] as Session, {
+        name: `Bench group ${g}`,
+      })
       groupIds[g] = created.data.id
+      await expect(200, 'POST', `/api/group/${created.data.id}/join`, reader)
     })
     groupIds.sort((a, b) => a - b)
     const postingGroups = groupIds.slice(0, POSTING_GROUPS)
@@ -169,10 +185,14 @@ async function main() {
       [reader.userId, UNREAD_SPREAD],
     )
     await sql.query(`
-      update chat_group_members m set unread_count = (
+      update chat_groups g set conversation_count = (
+        select count(*)::int from chat_messages x where x.group_id = g.id and x.kind <> 'system')`)
+    await sql.query(`
+      update chat_group_members m set read_count = g.conversation_count - (
         select count(*)::int from chat_messages x
         where x.group_id = m.group_id and x.id > m.last_read_message_id and x.kind <> 'system'
-          and x.user_id is distinct from m.user_id)`)
+          and x.user_id is distinct from m.user_id)
+      from chat_groups g where g.id = m.group_id`)
     await sql.query('vacuum analyze chat_messages, chat_groups, chat_group_members')
     const seedSeconds = (performance.now() - seedStarted) / 1000
     const seeded = await sql.query<{ messages: string; notices: string; max: string }>(
@@ -218,14 +238,61 @@ async function main() {
       select 'member_count differs from the members', count(*)::text from chat_groups g
         where g.member_count <> (select count(*) from chat_group_members m where m.group_id = g.id)
       union all
-      select 'unread_count differs from the messages after the read marker', count(*)::text
-        from chat_group_members m
-        where m.unread_count <> (select count(*) from chat_messages x
+      select 'the unread count differs from the messages after the read marker', count(*)::text
+        from chat_group_members m join chat_groups g on g.id = m.group_id
+        where g.conversation_count - m.read_count <> (select count(*) from chat_messages x
           where x.group_id = m.group_id and x.id > m.last_read_message_id and x.kind <> 'system'
             and x.user_id is distinct from m.user_id)
     `)
     const failed = problems.rows.filter((row) => row.n !== '0')
     const consistent = failed.length === 0 && stored === posting.succeeded
+
+    // (d) room size: the same posts to a group of BIG_ROOM members and to one of SMALL_ROOM.
+    const roomPosters: Session[] = new Array(2 * ROOM_POSTERS)
+    await inParallel(2 * ROOM_POSTERS, 4, async (i) => {
+      roomPosters[i] = await newSession(`bench-room-${i}@example.com`, `Bench room ${i}`)
+    })
+    const rooms: { members: number; posters: Session[]; latencies: number[] }[] = []
+    for (const [r, members] of [BIG_ROOM, SMALL_ROOM].entries()) {
+      const posters = roomPosters.slice(r * ROOM_POSTERS, (r + 1) * ROOM_POSTERS)
+      const owner = posters[0] as Session
+      const room = await expect(201, 'POST', '/api/group', owner, { name: `Bench room of ${members}` })
+      for (const poster of posters) {
+        poster.groupId = room.data.id
+        if (poster !== owner) await expect(200, 'POST', `/api/group/${room.data.id}/join`, poster)
+      }
+      // The silent members, set-based: users who never sign in.
+      await sql.query(
+        `with silent as (
+           insert into users (name, email, password, email_verified_at, created_at, updated_at)
+           select 'Silent ' || $1::bigint || '.' || s.i, 'silent-' || $1::bigint || '-' || s.i || '@example.com',
+             'x', now(), now(), now()
+           from generate_series(1, $2::int) s(i) returning id)
+         insert into chat_group_members (group_id, user_id, role, last_read_message_id, read_count, joined_at)
+         select $1::bigint, id, 'member', 0, 0, now() from silent`,
+        [room.data.id, members - posters.length],
+      )
+      await sql.query(
+        `update chat_groups set member_count = (select count(*) from chat_group_members where group_id = $1) where id = $1`,
+        [room.data.id],
+      )
+      rooms.push({ members, posters, latencies: [] })
+    }
+    await sql.query('vacuum analyze chat_group_members, chat_groups, users')
+    for (let n = 0; n < ROOM_POSTERS * ROOM_POSTS_EACH; n++) {
+      for (const room of rooms) {
+        const poster = room.posters[n % ROOM_POSTERS] as Session
+        const res = await call('POST', '/api/message', poster, {
+          group_id: poster.groupId,
+          body: `Room bench message ${n}.`,
+        })
+        if (res.status !== 201) throw new Error(`POST /api/message answered ${res.status}: ${res.text}`)
+        room.latencies.push(res.ms)
+      }
+    }
+    for (const room of rooms) room.latencies.sort((a, b) => a - b)
+    const [big, small] = rooms as [(typeof rooms)[number], (typeof rooms)[number]]
+    const roomRatio = percentile(big.latencies, 50) / percentile(small.latencies, 50)
 
     // (c) the reader's sidebar, against the reader's baseline read, both with autocannon.
     const readerHeaders = { cookie: reader.headers.cookie ?? '', accept: 'application/json' }
@@ -273,6 +340,36 @@ async function main() {
     console.log(
       `    sidebar p99 ${sidebar.p99} ms (target <= ${SIDEBAR_TARGET_MS} ms: ${sidebar.p99 <= SIDEBAR_TARGET_MS ? 'met' : 'NOT met'}); ratio to baseline ${(sidebar.rate / readerBaseline.rate).toFixed(2)} (req/s)`,
     )
+    console.log(
+      `(d) ${ROOM_POSTERS * ROOM_POSTS_EACH} posts to each of a ${BIG_ROOM}-member and a ${SMALL_ROOM}-member group, alternately, one at a time: ` +
+        `p50 ${percentile(big.latencies, 50).toFixed(2)} ms against ${percentile(small.latencies, 50).toFixed(2)} ms, ` +
+        `p99 ${percentile(big.latencies, 99).toFixed(2)} ms against ${percentile(small.latencies, 99).toFixed(2)} ms`,
+    )
+    const postRatio = posting.succeeded / posting.seconds / (baseline.ops / baseline.seconds)
+    console.log(
+      targetLine(
+        'chat-post',
+        `b/a ${postRatio.toFixed(2)}`,
+        `>= ${POST_RATIO_GOAL}`,
+        postRatio >= POST_RATIO_GOAL,
+      ),
+    )
+    console.log(
+      targetLine(
+        'chat-post-room-size',
+        `p50 ${BIG_ROOM} / ${SMALL_ROOM} members ${roomRatio.toFixed(2)}`,
+        `<= ${ROOM_RATIO_GOAL}`,
+        roomRatio <= ROOM_RATIO_GOAL,
+      ),
+    )
+    console.log(
+      targetLine(
+        `chat-sidebar-${READER_GROUPS}-groups`,
+        `p99 ${sidebar.p99} ms`,
+        `<= ${SIDEBAR_TARGET_MS} ms`,
+        sidebar.p99 <= SIDEBAR_TARGET_MS,
+      ),
+    )
     const figures = (r: RunResult) => ({
       rate: (r.succeeded > 0 ? r.succeeded : r.ops) / r.seconds,
       p50: percentile(r.latencies, 50),
@@ -287,6 +384,28 @@ async function main() {
       readerBaseline,
       sidebar,
       sidebarTargetMs: SIDEBAR_TARGET_MS,
+      rooms: {
+        big: { members: BIG_ROOM, p50: percentile(big.latencies, 50), p99: percentile(big.latencies, 99) },
+        small: {
+          members: SMALL_ROOM,
+          p50: percentile(small.latencies, 50),
+          p99: percentile(small.latencies, 99),
+        },
+        ratio: roomRatio,
+      },
+      targets: {
+        'chat-post': { figure: postRatio, goal: POST_RATIO_GOAL, met: postRatio >= POST_RATIO_GOAL },
+        'chat-post-room-size': {
+          figure: roomRatio,
+          goal: ROOM_RATIO_GOAL,
+          met: roomRatio <= ROOM_RATIO_GOAL,
+        },
+        [`chat-sidebar-${READER_GROUPS}-groups`]: {
+          figure: sidebar.p99,
+          goal: SIDEBAR_TARGET_MS,
+          met: sidebar.p99 <= SIDEBAR_TARGET_MS,
+        },
+      },
     })
     if (json) console.log(`figures written to ${json}`)
     const clean = (f: Figures) => f.non2xx === 0 && f.errors === 0

@@ -44,17 +44,25 @@ export const chatGroups = pgTable(
       .notNull()
       .references(() => users.id, { onDelete: 'restrict' }),
     memberCount: integer('member_count').notNull().default(0),
+    // Conversation messages (not system ones) ever posted: a member's unread count is this minus
+    // their read_count, so a post changes one group row whatever the number of members.
+    conversationCount: integer('conversation_count').notNull().default(0),
     lastMessageId: bigint('last_message_id', { mode: 'number' }),
     lastActivityAt: at('last_activity_at').notNull(),
     createdAt: at('created_at').notNull(),
     updatedAt: at('updated_at').notNull(),
   },
-  (t) => [check('chat_groups_member_count_non_negative', sql`${t.memberCount} >= 0`)],
+  (t) => [
+    check('chat_groups_member_count_non_negative', sql`${t.memberCount} >= 0`),
+    check('chat_groups_conversation_count_non_negative', sql`${t.conversationCount} >= 0`),
+  ],
 )
 
 /**
- * Who belongs to a group. `last_read_message_id` is the read marker; `unread_count` counts the
- * messages by others after it, raised by each post and reset by viewing the group.
+ * Who belongs to a group. `last_read_message_id` is the read marker; `read_count` counts the
+ * group's conversation messages that are not unread for this member (read, their own, or deleted
+ * while unread), so their unread count is the group's `conversation_count` minus it: an author's
+ * post raises their own, viewing the group recounts it.
  */
 export const chatGroupMembers = pgTable(
   'chat_group_members',
@@ -67,6 +75,9 @@ export const chatGroupMembers = pgTable(
       .references(() => users.id, { onDelete: 'cascade' }),
     role: varchar('role', { length: 16 }).$type<MemberRole>().notNull(),
     lastReadMessageId: bigint('last_read_message_id', { mode: 'number' }).notNull().default(0),
+    readCount: integer('read_count').notNull().default(0),
+    // The previous release's counter, which it still reads and raises during a rolling update; no
+    // longer kept up to date: dropped by the next release's migration.
     unreadCount: integer('unread_count').notNull().default(0),
     joinedAt: at('joined_at').notNull(),
   },
@@ -75,6 +86,7 @@ export const chatGroupMembers = pgTable(
     index('chat_group_members_user_id_index').on(t.userId),
     // One owner per group.
     uniqueIndex('chat_group_members_one_owner').on(t.groupId).where(sql`${t.role} = 'owner'`),
+    check('chat_group_members_read_count_non_negative', sql`${t.readCount} >= 0`),
     check('chat_group_members_unread_non_negative', sql`${t.unreadCount} >= 0`),
   ],
 )

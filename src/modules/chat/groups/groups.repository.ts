@@ -1,4 +1,16 @@
-import { and, asc, desc, eq, inArray, lt, ne, sql } from 'drizzle-orm'
+import {
+  and,
+  asc,
+  desc,
+  eq,
+  inArray,
+  lt,
+  ne,
+  type SQL,
+  type SQLWrapper,
+  sql,
+  type WithSubquery,
+} from 'drizzle-orm'
 import type { Db } from '../../../db/client.ts'
 import {
   type ChatGroupRow,
@@ -26,35 +38,15 @@ export interface MemberListing {
 export function createGroupsRepository({ db }: { db: Db }) {
   return {
     /**
-     * Records a new message on its group (newest message, activity) and, unless it is a system
-     * message (news, not conversation: never unread), raises the unread count of every member but its author. Call with the group row locked.
-     */
-    async recordPosted(message: ChatMessageRow): Promise<void> {
-      await db
-        .update(chatGroups)
-        .set({ lastMessageId: message.id, lastActivityAt: message.createdAt })
-        .where(eq(chatGroups.id, message.groupId))
-      if (message.kind === 'system') return
-      await db
-        .update(chatGroupMembers)
-        .set({ unreadCount: sql`${chatGroupMembers.unreadCount} + 1` })
-        .where(
-          and(
-            eq(chatGroupMembers.groupId, message.groupId),
-            sql`${chatGroupMembers.userId} is distinct from ${message.userId}`,
-          ),
-        )
-    },
-
-    /**
-     * After a message was deleted: members who had not read it yet count one unread fewer, and the
-     * group's newest message is looked up again. Call with the group row locked.
+     * After a message was deleted: members who had not read it yet count one unread fewer (it joins
+     * their read count), and the group's newest message is looked up again. Call with the group row
+     * locked.
      */
     async recordDeleted(message: ChatMessageRow): Promise<void> {
       if (message.kind !== 'system') {
         await db
           .update(chatGroupMembers)
-          .set({ unreadCount: sql`greatest(${chatGroupMembers.unreadCount} - 1, 0)` })
+          .set({ readCount: sql`${chatGroupMembers.readCount} + 1` })
           .where(
             and(
               eq(chatGroupMembers.groupId, message.groupId),
@@ -121,6 +113,8 @@ export function createGroupsRepository({ db }: { db: Db }) {
           userId,
           role,
           lastReadMessageId: group.lastMessageId ?? 0,
+          // Everything before joining counts as read.
+          readCount: sql`(select ${chatGroups.conversationCount} from ${chatGroups} where ${chatGroups.id} = ${group.id})`,
           joinedAt: now,
         })
         .onConflictDoNothing()
@@ -216,8 +210,9 @@ export function createGroupsRepository({ db }: { db: Db }) {
 
     /**
      * Moves the member's read marker to `upTo` (never back) and recounts what is still unread after
-     * it: normally nothing, unless a message arrived between the read and this write. Call with the
-     * group row locked (share will do), so no post is half-way through its counters meanwhile.
+     * it (normally nothing, unless a message arrived between the read and this write): the read
+     * count becomes the group's conversation count less that. Call with the group row locked
+     * (share will do), so no post is half-way through its counters meanwhile.
      */
     async markRead(groupId: number, userId: number, upTo: number): Promise<void> {
       const marker = sql`greatest(${chatGroupMembers.lastReadMessageId}, ${upTo})`
@@ -225,7 +220,8 @@ export function createGroupsRepository({ db }: { db: Db }) {
         .update(chatGroupMembers)
         .set({
           lastReadMessageId: marker,
-          unreadCount: sql`(select count(*)::int from ${chatMessages} m
+          readCount: sql`(select ${chatGroups.conversationCount} from ${chatGroups} where ${chatGroups.id} = ${groupId})
+            - (select count(*)::int from ${chatMessages} m
             where m.group_id = ${groupId} and m.id > ${marker} and m.kind <> 'system'
             and m.user_id is distinct from ${userId})`,
         })
@@ -240,7 +236,7 @@ export function createGroupsRepository({ db }: { db: Db }) {
       return db
         .select({
           group: chatGroups,
-          unreadCount: chatGroupMembers.unreadCount,
+          unreadCount: sql<number>`${chatGroups.conversationCount} - ${chatGroupMembers.readCount}`,
           lastMessage: {
             id: chatMessages.id,
             groupId: chatMessages.groupId,
@@ -287,3 +283,62 @@ export function createGroupsRepository({ db }: { db: Db }) {
 }
 
 export type GroupsRepository = ReturnType<typeof createGroupsRepository>
+
+/**
+ * A member's unread count: the group's conversation messages not in their read count (never below
+ * zero: the two rows may be read either side of the member's own post).
+ */
+export const unreadCountOf = (group: ChatGroupRow, member: ChatMemberRow): number =>
+  Math.max(0, group.conversationCount - member.readCount)
+
+/** The columns of a just-inserted message that its group's record reads. */
+interface PostedMessage {
+  id: SQLWrapper
+  groupId: SQLWrapper
+  userId: SQLWrapper
+  kind: SQLWrapper
+  createdAt: SQLWrapper
+}
+
+/**
+ * The group's part of the one statement that posts a message (the messages repository composes
+ * it): what recordPosted does, for the message a CTE inserts in the same statement, so a post is
+ * one round trip under the group's lock and the SQL that writes the group's rows stays here.
+ */
+export function groupPostParts(db: Db) {
+  return {
+    /** The group's newest message and activity, and its conversation count for a conversation message. */
+    onGroup(posted: WithSubquery & PostedMessage) {
+      return db.$with('group_posted').as(
+        db
+          .update(chatGroups)
+          .set({
+            lastMessageId: sql`${posted.id}`,
+            lastActivityAt: sql`${posted.createdAt}`,
+            conversationCount: sql`${chatGroups.conversationCount} + (case when ${posted.kind} <> 'system' then 1 else 0 end)`,
+          })
+          .from(posted)
+          .where(eq(chatGroups.id, posted.groupId as SQL))
+          .returning({ id: chatGroups.id }),
+      )
+    },
+
+    /** The author's read count, for a conversation message: their own is never unread for them. */
+    onAuthor(posted: WithSubquery & PostedMessage) {
+      return db.$with('author_read').as(
+        db
+          .update(chatGroupMembers)
+          .set({ readCount: sql`${chatGroupMembers.readCount} + 1` })
+          .from(posted)
+          .where(
+            and(
+              eq(chatGroupMembers.groupId, posted.groupId as SQL),
+              eq(chatGroupMembers.userId, posted.userId as SQL),
+              sql`${posted.kind} <> 'system'`,
+            ),
+          )
+          .returning({ userId: chatGroupMembers.userId }),
+      )
+    },
+  }
+}

@@ -11,7 +11,7 @@ import { appendMessage } from '../messages/append-message.ts'
 import { createMessagesRepository } from '../messages/messages.repository.ts'
 import { accessGroup, canRead, isOwner, requireOwner } from './group-access.ts'
 import { deleteLockedGroup, leaveLockedGroup, removeFiles } from './group-changes.ts'
-import { createGroupsRepository } from './groups.repository.ts'
+import { createGroupsRepository, unreadCountOf } from './groups.repository.ts'
 import {
   type CreateGroupBody,
   type GroupStatusResponse,
@@ -218,7 +218,7 @@ export function createGroupsService(deps: ChatDeps) {
         is_member: access?.membership != null,
         role: access?.membership?.role ?? null,
         join_request: request ? { id: request.id, status: request.status } : null,
-        unread_count: access?.membership?.unreadCount ?? 0,
+        unread_count: access?.membership ? unreadCountOf(access.group, access.membership) : 0,
         online_count: access?.membership ? (await deps.presence.online(await repo.memberIds(id))).size : null,
       }
     },

@@ -22,7 +22,7 @@ export interface NewChatMessage {
  */
 export async function appendMessage(tx: Db, input: NewChatMessage, appUrl: string): Promise<Message> {
   const repo = createMessagesRepository({ db: tx })
-  const row = await repo.insert({
+  const row = await repo.insertPosted({
     groupId: input.groupId,
     userId: input.author?.id ?? null,
     kind: input.kind,
@@ -32,7 +32,6 @@ export async function appendMessage(tx: Db, input: NewChatMessage, appUrl: strin
   const attachments = await repo.insertAttachments(
     (input.files ?? []).map((file) => ({ ...file, messageId: row.id, createdAt: input.at })),
   )
-  await createGroupsRepository({ db: tx }).recordPosted(row)
   return presentMessage({ ...row, author: input.author }, attachments, appUrl)
 }
 

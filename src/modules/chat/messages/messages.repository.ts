@@ -8,6 +8,7 @@ import {
   users,
 } from '../../../db/schema/index.ts'
 import type { MessageWithAuthor } from '../chat.presenters.ts'
+import { groupPostParts } from '../groups/groups.repository.ts'
 
 export type NewMessage = typeof chatMessages.$inferInsert
 export type NewAttachment = typeof chatMessageAttachments.$inferInsert
@@ -48,8 +49,16 @@ export function createMessagesRepository({ db }: { db: Db }) {
       return row
     },
 
-    async insert(values: NewMessage): Promise<ChatMessageRow> {
-      const [row] = await db.insert(chatMessages).values(values).returning()
+    /**
+     * Inserts a message and records it on its group (newest message, activity, counts: see
+     * groupPostParts) in one statement. Call with the group row locked.
+     */
+    async insertPosted(values: NewMessage): Promise<ChatMessageRow> {
+      const posted = db.$with('posted').as(db.insert(chatMessages).values(values).returning())
+      const group = groupPostParts(db)
+      const onGroup = group.onGroup(posted)
+      const onAuthor = group.onAuthor(posted)
+      const [row] = await db.with(posted, onGroup, onAuthor).select().from(posted)
       if (!row) throw new Error('message insert returned no row')
       return row
     },
