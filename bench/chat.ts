@@ -15,6 +15,7 @@ import {
   writeBenchJson,
 } from './harness.ts'
 import { BENCH_PASSWORD, signIn } from './sign-in.ts'
+import { createTargets } from './targets.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const BASELINE_SECONDS = Number(process.env.BENCH_BASELINE_SECONDS ?? 5)
@@ -38,10 +39,6 @@ const SMALL_ROOM = 10
 const ROOM_POSTERS = 10
 const ROOM_POSTS_EACH = 20
 const ROOM_RATIO_GOAL = 1.5
-
-/** One line per target, as every bench prints them. */
-const targetLine = (name: string, figure: string, goal: string, met: boolean) =>
-  `target ${name}: ${figure} (goal ${goal}) ${met ? 'met' : 'NOT met'}`
 
 interface Session {
   userId: number
@@ -346,30 +343,16 @@ async function main() {
         `p99 ${percentile(big.latencies, 99).toFixed(2)} ms against ${percentile(small.latencies, 99).toFixed(2)} ms`,
     )
     const postRatio = posting.succeeded / posting.seconds / (baseline.ops / baseline.seconds)
-    console.log(
-      targetLine(
-        'chat-post',
-        `b/a ${postRatio.toFixed(2)}`,
-        `>= ${POST_RATIO_GOAL}`,
-        postRatio >= POST_RATIO_GOAL,
-      ),
-    )
-    console.log(
-      targetLine(
-        'chat-post-room-size',
-        `p50 ${BIG_ROOM} / ${SMALL_ROOM} members ${roomRatio.toFixed(2)}`,
-        `<= ${ROOM_RATIO_GOAL}`,
-        roomRatio <= ROOM_RATIO_GOAL,
-      ),
-    )
-    console.log(
-      targetLine(
-        `chat-sidebar-${READER_GROUPS}-groups`,
-        `p99 ${sidebar.p99} ms`,
-        `<= ${SIDEBAR_TARGET_MS} ms`,
-        sidebar.p99 <= SIDEBAR_TARGET_MS,
-      ),
-    )
+    const targets = createTargets()
+    targets.check('chat-post', postRatio, '>=', POST_RATIO_GOAL, { label: 'b/a' })
+    targets.check('chat-post-room-size', roomRatio, '<=', ROOM_RATIO_GOAL, {
+      label: `p50 ${BIG_ROOM} / ${SMALL_ROOM} members`,
+    })
+    targets.check(`chat-sidebar-${READER_GROUPS}-groups`, sidebar.p99, '<=', SIDEBAR_TARGET_MS, {
+      label: 'p99',
+      unit: ' ms',
+      digits: 1,
+    })
     const figures = (r: RunResult) => ({
       rate: (r.succeeded > 0 ? r.succeeded : r.ops) / r.seconds,
       p50: percentile(r.latencies, 50),
@@ -393,19 +376,7 @@ async function main() {
         },
         ratio: roomRatio,
       },
-      targets: {
-        'chat-post': { figure: postRatio, goal: POST_RATIO_GOAL, met: postRatio >= POST_RATIO_GOAL },
-        'chat-post-room-size': {
-          figure: roomRatio,
-          goal: ROOM_RATIO_GOAL,
-          met: roomRatio <= ROOM_RATIO_GOAL,
-        },
-        [`chat-sidebar-${READER_GROUPS}-groups`]: {
-          figure: sidebar.p99,
-          goal: SIDEBAR_TARGET_MS,
-          met: sidebar.p99 <= SIDEBAR_TARGET_MS,
-        },
-      },
+      targets: targets.results,
     })
     if (json) console.log(`figures written to ${json}`)
     const clean = (f: Figures) => f.non2xx === 0 && f.errors === 0

@@ -10,6 +10,7 @@
 import { systemClock } from '../src/lib/clock.ts'
 import { createMemoryRateLimitStore } from '../src/lib/rate-limit/memory.ts'
 import { median, writeBenchJson } from './harness.ts'
+import { createTargets } from './targets.ts'
 
 const SIZES = [5_000, 60_000] as const
 const HITS = 200_000
@@ -36,7 +37,6 @@ for (const size of SIZES) {
 }
 const ratio = (figures[`ns_per_hit_${SIZES[1]}`] ?? 0) / (figures[`ns_per_hit_${SIZES[0]}`] ?? 1)
 figures.ratio = ratio
-console.log(
-  `target rate-limit hit ${SIZES[1]}/${SIZES[0]} windows: ${ratio.toFixed(2)} (goal <= ${GOAL_RATIO}) ${ratio <= GOAL_RATIO ? 'met' : 'NOT met'}`,
-)
-writeBenchJson('rate-limit', figures)
+const targets = createTargets()
+targets.check(`rate-limit-hit-${SIZES[1]}-over-${SIZES[0]}-windows`, ratio, '<=', GOAL_RATIO)
+writeBenchJson('rate-limit', { ...figures, targets: targets.results })
