@@ -16,11 +16,17 @@ declare module 'fastify' {
 
 async function cachePlugin(app: FastifyInstance, { config }: { config: Config }) {
   const memory = createMemoryCacheDriver({ maxBytes: config.cache.maxBytes, clock: app.clock })
-  // With Redis, the memory holds entries only while Redis does not answer.
+  // With Redis, the memory holds entries only while Redis does not answer; the near copies (entries
+  // only a TTL ends, read or stored through this instance) are kept beside it, in a second LRU of the same size.
   const redis = app.redis && redisAvailability(app.dependencyHealth, app.log, 'cache')
   const driver =
     app.redis && redis
-      ? createFailoverCacheDriver(createRedisCacheDriver(app.redis, { onError: redis.failed }), memory, redis)
+      ? createFailoverCacheDriver(
+          createRedisCacheDriver(app.redis, { onError: redis.failed }),
+          memory,
+          redis,
+          createMemoryCacheDriver({ maxBytes: config.cache.maxBytes, clock: app.clock }),
+        )
       : memory
   const layer = { layer: app.redis ? 'redis' : 'memory' }
   const lookups = (name: string, help: string) =>

@@ -26,11 +26,15 @@ export interface RateLimiter {
    */
   enforce(rule: ThrottleRule, request: FastifyRequest, reply?: FastifyReply): Promise<void> | undefined
   /**
-   * The warm-read lane's count (plugins/warm-reads.ts): with the in-process store and within the
-   * limit, counts the attempt and answers its X-RateLimit headers; otherwise counts nothing and
-   * answers undefined, and the request goes the usual way (through `enforce`).
+   * The warm-read lane's count (plugins/warm-reads.ts): within the limit, counts the attempt and
+   * answers its X-RateLimit headers; past it, gives the attempt back and answers undefined, and the
+   * request goes the usual way (through `enforce`, which answers the 429 from the same count). At
+   * once with the in-process store; with Redis, when the count's round trip returns.
    */
-  countInProcess(rule: ThrottleRule, subject: ThrottleSubject): HeaderPairs | undefined
+  countForLane(
+    rule: ThrottleRule,
+    subject: ThrottleSubject,
+  ): HeaderPairs | undefined | Promise<HeaderPairs | undefined>
   /** Gives back the attempt `enforce` counted, for a rule that counts failures only (a login that succeeded). */
   refund(rule: ThrottleRule, request: FastifyRequest): Promise<void>
   /** Laravel's 429 for a limit of `max` whose window ends at `resetAt` (unix seconds), with Retry-After. */
@@ -86,14 +90,20 @@ async function rateLimitPlugin(app: FastifyInstance) {
       judge(rule, window, reply)
       return undefined
     },
-    countInProcess(rule, subject) {
-      if (store !== inProcess) return undefined
+    countForLane(rule, subject) {
       const key = storeKey(rule.name, rule.key(subject))
-      const { attempts } = inProcess.hit(key, rule.decaySeconds)
-      if (attempts <= rule.max) return limitHeaders(rule, attempts)
-      // Given back, so that `enforce` counting it again answers the 429 from the same count.
-      inProcess.refundNow(key)
-      return undefined
+      if (store === inProcess) {
+        const { attempts } = inProcess.hit(key, rule.decaySeconds)
+        if (attempts <= rule.max) return limitHeaders(rule, attempts)
+        // Given back, so that `enforce` counting it again answers the 429 from the same count.
+        inProcess.refundNow(key)
+        return undefined
+      }
+      return Promise.resolve(store.hit(key, rule.decaySeconds)).then(async ({ attempts }) => {
+        if (attempts <= rule.max) return limitHeaders(rule, attempts)
+        await store.refund(key)
+        return undefined
+      })
     },
     refund: (rule, request) => store.refund(storeKey(rule.name, rule.key(request))),
     tooManyAttempts: refusal,

@@ -1,6 +1,8 @@
+import { randomBytes } from 'node:crypto'
 import { request } from 'node:http'
+import { Redis } from 'ioredis'
 import { beforeEach, describe, expect, it } from 'vitest'
-import { buildTestApp, SPA_ORIGIN } from '../../test/helpers/build-test-app.ts'
+import { buildTestApp, SPA_ORIGIN, type TestApp } from '../../test/helpers/build-test-app.ts'
 import { minutes } from '../../test/helpers/clock.ts'
 import { signedInClient } from '../../test/helpers/factories.ts'
 import { memoryLog } from '../../test/helpers/memory-log.ts'
@@ -281,5 +283,83 @@ describe('while the instance drains', () => {
     } finally {
       await draining.close()
     }
+  })
+})
+
+const redisUrl = process.env.TEST_REDIS_URL
+// Joins the run when it has a Redis (CI's PostgreSQL + Redis run): the lane as a multi-instance deployment has it.
+describe.each(redisUrl ? ['redis'] : [])('with %s, two instances', () => {
+  async function twoInstances(use: (a: TestApp, b: TestApp) => Promise<void>) {
+    // A key space of this test's own, so parallel test files sharing the Redis are left alone.
+    const keyPrefix = `test:${randomBytes(4).toString('hex')}:`
+    const connect = () => new Redis(redisUrl ?? '', { keyPrefix })
+    const env = { ...upstreamEnv(fake.url), PROXY_READS_PER_MINUTE: String(READS_PER_MINUTE) }
+    const a = await buildTestApp({ env, redis: connect() })
+    const b = await buildTestApp({ env, redis: connect(), database: a.database })
+    const cleaner = connect()
+    try {
+      await use(a, b)
+    } finally {
+      // b shares a's database, which closing an app closes: b first, then a.
+      await b.app.close().catch(() => {})
+      await a.close()
+      const keys = await cleaner.keys(`${keyPrefix}*`)
+      if (keys.length > 0) await cleaner.del(...keys.map((key) => key.slice(keyPrefix.length)))
+      await cleaner.quit()
+    }
+  }
+  const readOn = async (instance: TestApp, path: string, cookie: string) => {
+    const before = instance.app.warmReads.served
+    const res = await fetch(`${instance.baseUrl}${path}`, { headers: { cookie } })
+    return {
+      status: res.status,
+      headers: res.headers,
+      text: await res.text(),
+      laned: instance.app.warmReads.served > before,
+    }
+  }
+
+  it('a shared read is laned by each instance once it holds it; the read limit is one count across both', async () => {
+    await twoInstances(async (a, b) => {
+      const { client, user } = await signedInClient(a)
+      const cookie = client.cookieHeader
+      // Loaded through a; b's first read finds it in Redis, and b holds it from then on.
+      expect(await readOn(a, '/api/markets', cookie)).toMatchObject({ status: 200, laned: false })
+      const fromRedis = await readOn(b, '/api/markets', cookie)
+      expect(fromRedis).toMatchObject({ status: 200, laned: false })
+      expect(fromRedis.headers.get('x-cache')).toBe('HIT')
+      for (let read = 3; read <= READS_PER_MINUTE; read++) {
+        const res = await readOn(read % 2 ? a : b, '/api/markets', cookie)
+        expect(res).toMatchObject({ status: 200, laned: true, text: fromRedis.text })
+        expect(res.headers.get('x-cache')).toBe('HIT')
+        expect(res.headers.get('x-ratelimit-remaining')).toBe(String(READS_PER_MINUTE - read))
+      }
+      for (const instance of [a, b]) {
+        const refused = await readOn(instance, '/api/markets', cookie)
+        expect(refused).toMatchObject({ status: 429, laned: false })
+        expect(refused.headers.get('x-ratelimit-remaining')).toBe('0')
+      }
+      // Each request counted once in the shared window, the refused ones too.
+      const window = await b.app.rateLimiter.counters.peek('upstream-reads', String(user.id))
+      expect(window?.attempts).toBe(READS_PER_MINUTE + 2)
+      expect(fake.callsTo('GET', '/markets')).toHaveLength(1)
+    })
+  })
+
+  it("a user's own read is never laned: a write through one instance is seen by the next read on the other", async () => {
+    await twoInstances(async (a, b) => {
+      const { client } = await signedInClient(a)
+      const cookie = client.cookieHeader
+      fake.on('GET', '/strategies', { body: { data: [{ id: 1 }] } })
+      expect((await readOn(b, '/api/strategies', cookie)).headers.get('x-cache')).toBe('MISS')
+      const hit = await readOn(b, '/api/strategies', cookie)
+      expect(hit).toMatchObject({ status: 200, laned: false })
+      expect(hit.headers.get('x-cache')).toBe('HIT')
+      expect((await client.post('/api/strategy/1/status/off', {})).status).toBe(200)
+      const afterWrite = await readOn(b, '/api/strategies', cookie)
+      expect(afterWrite).toMatchObject({ status: 200, laned: false })
+      expect(afterWrite.headers.get('x-cache')).toBe('MISS')
+      expect(fake.callsTo('GET', '/strategies')).toHaveLength(2)
+    })
   })
 })

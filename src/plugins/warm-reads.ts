@@ -5,6 +5,7 @@ import fp from 'fastify-plugin'
 import type { Config } from '../config.ts'
 import type { UserRow } from '../db/schema/index.ts'
 import { everyAnswerHeaders, type HeaderPairs, requestIdOf } from '../lib/answer-headers.ts'
+import type { ActiveSession } from '../lib/sessions/session-store.ts'
 import { authRefusal, type ThrottleRule } from './guards.ts'
 
 /**
@@ -32,7 +33,9 @@ declare module 'fastify' {
   }
 }
 
-type Lane = (req: IncomingMessage, res: ServerResponse) => boolean
+type Handler = (req: IncomingMessage, res: ServerResponse) => void
+/** Takes the request (true) or leaves it to Fastify (false); a request it took may still be handed to `fastify` later. */
+type Lane = (req: IncomingMessage, res: ServerResponse, fastify: Handler) => boolean
 const LANE = Symbol('warm-read lane')
 type LaneServer = Server & { [LANE]?: Lane }
 
@@ -43,7 +46,7 @@ type LaneServer = Server & { [LANE]?: Lane }
 export const warmReadServerFactory: FastifyServerFactory = (handler, options: FastifyHttpOptions<Server>) => {
   const server: LaneServer = createServer(options.http ?? {}, (req, res) => {
     const lane = server[LANE]
-    if (lane === undefined || !lane(req, res)) handler(req, res)
+    if (lane === undefined || !lane(req, res, handler)) handler(req, res)
   })
   if (options.keepAliveTimeout !== undefined) server.keepAliveTimeout = options.keepAliveTimeout
   if (options.requestTimeout !== undefined) server.requestTimeout = options.requestTimeout
@@ -53,14 +56,15 @@ export const warmReadServerFactory: FastifyServerFactory = (handler, options: Fa
 }
 
 /**
- * The warm-read lane: a signed-in GET of a registered path that this process can answer from memory
- * (session, user, throttle count and answer all in memory here) is answered before Fastify's request
- * lifecycle, with the very status, headers and body that lifecycle would give it, and the same
- * access-log line and metrics. Any other request, and any step that would need I/O, a refusal or
- * a look at anything else, goes to Fastify untouched: nothing is counted for it here.
+ * The warm-read lane: a signed-in GET of a registered path whose session, user and answer this
+ * process holds in memory is answered before Fastify's request lifecycle, with the very status,
+ * headers and body that lifecycle would give it, and the same access-log line and metrics. Any
+ * other request, and any step that would need more I/O than the throttle's count, a refusal or a
+ * look at anything else, goes to Fastify untouched: nothing is counted for it here.
  *
- * Only without Redis: with it, the session cache is the only thing held in memory; the throttle
- * count and the answer are a round trip away, so no request would take the lane.
+ * Without Redis everything is in memory and the answer is written at once. With Redis, the answers
+ * held in memory are the near copies of entries only a TTL ends (lib/cache/failover.ts), and the
+ * count is one round trip, after which the answer is written.
  */
 async function warmReadsPlugin(app: FastifyInstance, { config }: { config: Config }) {
   const reads = new Map<string, WarmRead>()
@@ -74,8 +78,6 @@ async function warmReadsPlugin(app: FastifyInstance, { config }: { config: Confi
       return served
     },
   })
-  if (app.redis) return
-
   // request.ip as Fastify gives it: behind TRUSTED_PROXIES, the client their X-Forwarded-For names.
   const trust = config.trustedProxies.length > 0 ? proxyAddr.compile([...config.trustedProxies]) : undefined
   const clientIp = (req: IncomingMessage) => (trust ? proxyAddr(req, trust) : req.socket.remoteAddress)
@@ -85,31 +87,36 @@ async function warmReadsPlugin(app: FastifyInstance, { config }: { config: Confi
   // The same entry answers many requests in a row: its length is measured once.
   let lastBody = ''
   let lastLength = '0'
-  const answer: Lane = (req, res) => {
-    if (req.method !== 'GET') return false
+
+  /** What the lane found in memory for a request, before its count. */
+  interface Found {
+    read: WarmRead
+    signedIn: { session: ActiveSession; user: UserRow }
+    body: string
+    ip: string | undefined
+    started: number
+  }
+
+  const find = (req: IncomingMessage): Found | undefined => {
+    if (req.method !== 'GET') return undefined
     const read = reads.get(req.url ?? '')
     // While draining, answers close their connections (app.ts): Fastify's way. A GET with a body is
     // left to Fastify's body handling.
-    if (read === undefined || draining.aborted) return false
+    if (read === undefined || draining.aborted) return undefined
     const { headers } = req
-    if (headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined) return false
+    if (headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined)
+      return undefined
     const started = performance.now()
     const signedIn = app.sessionControl.signedInFromMemory(headers.cookie)
-    if (signedIn === undefined || authRefusal(read.auth, signedIn.user)) return false
+    if (signedIn === undefined || authRefusal(read.auth, signedIn.user)) return undefined
     const body = read.inMemory(signedIn.user)
-    if (body === undefined) return false
-    const ip = clientIp(req)
-    // Last, as it counts: past the limit nothing stays counted and Fastify answers the 429.
-    const limits = read.throttle
-      ? app.rateLimiter.countInProcess(read.throttle, {
-          user: signedIn.user,
-          session: signedIn.session,
-          ip: ip ?? '',
-          body: undefined,
-        })
-      : []
-    if (limits === undefined) return false
+    if (body === undefined) return undefined
+    return { read, signedIn, body, ip: clientIp(req), started }
+  }
 
+  const write = (req: IncomingMessage, res: ServerResponse, found: Found, limits: HeaderPairs) => {
+    const { read, signedIn, body, ip, started } = found
+    const { headers } = req
     // In the order Fastify's hooks set them: CORS, throttle, the route's, then every answer's own.
     const requestId = requestIdOf(headers['x-request-id'])
     const raw: string[] = []
@@ -124,6 +131,8 @@ async function warmReadsPlugin(app: FastifyInstance, { config }: { config: Confi
       lastLength = String(Buffer.byteLength(body))
     }
     raw.push('content-length', lastLength)
+    // Draining may have begun while the count was in Redis.
+    if (draining.aborted) raw.push('connection', 'close')
     res.writeHead(200, raw)
     res.end(body)
     served += 1
@@ -137,17 +146,39 @@ async function warmReadsPlugin(app: FastifyInstance, { config }: { config: Confi
       ip,
       userId: signedIn.user.id,
     })
-    return true
   }
+
   // A failure here must not take the process down (this runs outside Fastify's error handling):
   // before the answer started, the request goes to Fastify; after, its connection is dropped.
-  const lane: Lane = (req, res) => {
+  const failed = (error: unknown, req: IncomingMessage, res: ServerResponse, fastify: Handler) => {
+    app.log.error({ err: error, url: req.url }, 'warm-read lane failed')
+    if (res.headersSent) res.destroy()
+    else fastify(req, res)
+  }
+
+  const lane: Lane = (req, res, fastify) => {
     try {
-      return answer(req, res)
+      const found = find(req)
+      if (found === undefined) return false
+      const { read, signedIn, ip } = found
+      // Last, as it counts: past the limit nothing stays counted and Fastify answers the 429.
+      const subject = { user: signedIn.user, session: signedIn.session, ip: ip ?? '', body: undefined }
+      const limits = read.throttle ? app.rateLimiter.countForLane(read.throttle, subject) : []
+      if (limits === undefined) return false
+      if (!(limits instanceof Promise)) {
+        write(req, res, found, limits)
+        return true
+      }
+      limits
+        .then((counted) => (counted === undefined ? fastify(req, res) : write(req, res, found, counted)))
+        .catch((error: unknown) => failed(error, req, res, fastify))
+      return true
     } catch (error) {
-      app.log.error({ err: error, url: req.url }, 'warm-read lane failed')
-      if (!res.headersSent) return false
-      res.destroy()
+      if (!res.headersSent) {
+        app.log.error({ err: error, url: req.url }, 'warm-read lane failed')
+        return false
+      }
+      failed(error, req, res, fastify)
       return true
     }
   }

@@ -4,6 +4,7 @@ import { Redis } from 'ioredis'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { createTestClock } from '../../../test/helpers/clock.ts'
 import { type Cache, type CacheDriver, createCache } from './cache.ts'
+import { createFailoverCacheDriver } from './failover.ts'
 import { createMemoryCacheDriver } from './memory.ts'
 import { createRedisCacheDriver } from './redis.ts'
 
@@ -439,6 +440,48 @@ if (redisUrl)
         false,
       )
       expect(fn.calls).toBe(2)
+    })
+
+    /** Instances as the app makes them over Redis: the shared driver, the outage memory and the near copies. */
+    function twoAppInstances() {
+      const prefix = `test:${randomBytes(6).toString('hex')}:`
+      const up = { isUp: () => true, failed: () => {}, onReturn: () => () => {} }
+      const instance = () => {
+        const memory = () => createMemoryCacheDriver({ maxBytes: 1024 * 1024 })
+        return open(
+          createFailoverCacheDriver(createRedisCacheDriver(redisClient(prefix)), memory(), up, memory()),
+        )
+      }
+      return [instance(), instance()] as const
+    }
+
+    it('an entry stored without tags is answered from each instance’s memory once read there, until its TTL', async () => {
+      const [a, b] = twoAppInstances()
+      const fn = loader('markets')
+      await a.rememberJson('markets', { ttlSeconds: 1 }, fn)
+      // Stored through a: a holds it; b reads it from Redis once, then holds it too.
+      expect(a.jsonInMemory('markets')).toBe('markets')
+      expect(b.jsonInMemory('markets')).toBeUndefined()
+      expect(await b.rememberJson('markets', { ttlSeconds: 1 }, fn)).toEqual({ value: 'markets', hit: true })
+      expect(b.jsonInMemory('markets')).toBe('markets')
+      expect(fn.calls).toBe(1)
+      await sleep(1100)
+      expect(a.jsonInMemory('markets')).toBeUndefined()
+      expect(b.jsonInMemory('markets')).toBeUndefined()
+    })
+
+    it('an entry stored under tags is never answered from memory: another instance’s write is seen at once', async () => {
+      const [a, b] = twoAppInstances()
+      const options = { ttlSeconds: 60, tags: ['user:1'] }
+      await a.rememberJson('user:1:strategies', options, loader('before'))
+      expect((await b.rememberJson('user:1:strategies', options, loader('unused'))).hit).toBe(true)
+      expect(a.jsonInMemory('user:1:strategies')).toBeUndefined()
+      expect(b.jsonInMemory('user:1:strategies')).toBeUndefined()
+      await a.invalidateTags(['user:1'])
+      expect(await b.rememberJson('user:1:strategies', options, loader('after'))).toEqual({
+        value: 'after',
+        hit: false,
+      })
     })
 
     it('a load running on one instance while another invalidates its tag is not stored', async () => {

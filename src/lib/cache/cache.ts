@@ -21,6 +21,12 @@ export interface CacheDriver {
   /** `get` without waiting, for a driver that holds its entries in this process (a hit skips the flight). */
   peek?(key: string): StoredEntry<string> | undefined
   /**
+   * For a driver shared by several instances: keeps a copy of an entry stored without tags in this
+   * process, for `peek`, while it stays fresh. Only a TTL ends such an entry (invalidation goes by
+   * tags), so every instance may answer it from memory until then.
+   */
+  keepNear?(key: string, value: string, freshForMs: number): void
+  /**
    * Stores value, fresh for `ttlSeconds` and kept `staleSeconds` longer, under tags. With `versions`
    * (from tagVersions, taken before the value was computed) a driver shared by several instances
    * skips the write when a tag was invalidated meanwhile, so an answer read before another
@@ -187,6 +193,7 @@ export function createCache(driver: CacheDriver, options: CacheOptions = {}): Ca
       await driver
         .set(key, json, { ttlSeconds, staleSeconds }, tags, versions)
         .catch((error) => report(error, 'set'))
+      if (tags.length === 0) driver.keepNear?.(key, json, ttlSeconds * 1000)
     }
     return value
   }
@@ -233,7 +240,12 @@ export function createCache(driver: CacheDriver, options: CacheOptions = {}): Ca
     let expired: { value: T; expiredMs: number } | undefined
     if (entry !== undefined && entry.freshForMs > 0) {
       const answered = hit(key, entry, remember, fn, codec)
-      if (answered) return answered
+      if (answered) {
+        if (driver.keepNear && (remember.tags ?? []).length === 0) {
+          driver.keepNear(key, entry.value.toString(), entry.freshForMs)
+        }
+        return answered
+      }
     } else if (entry !== undefined && -entry.freshForMs <= (remember.staleSeconds ?? 0) * 1000) {
       const found = decoded(entry.value, codec)
       if (found) expired = { value: found.value, expiredMs: -entry.freshForMs }
@@ -258,9 +270,14 @@ export function createCache(driver: CacheDriver, options: CacheOptions = {}): Ca
   ): Promise<Remembered<T>> {
     const running = loads.get(key)
     if (running) return counted(running.promise as Promise<Remembered<T>>)
-    // An entry fresh in this process's memory is answered at once, with no flight to set up and land.
+    // An entry fresh in this process's memory is answered at once, with no flight to set up and land;
+    // one due for its refresh goes to the store, where another instance may have refreshed it already.
     const inMemory = driver.peek?.(key)
-    if (inMemory !== undefined && inMemory.freshForMs > 0) {
+    if (
+      inMemory !== undefined &&
+      inMemory.freshForMs > 0 &&
+      !(refreshDue(inMemory, remember) && !refreshes.has(key))
+    ) {
       const answered = hit(key, inMemory, remember, fn, codec)
       if (answered) return Promise.resolve(answered)
     }

@@ -9,12 +9,14 @@ const MAX_PENDING_TAGS = 10_000
  * The shared (Redis) driver while Redis answers, this instance's memory while it does not: reads
  * that miss go to the upstream as on any miss, and what they load is kept here meanwhile. Tags
  * invalidated meanwhile are invalidated in Redis once it is back (its entries may predate those
- * writes), and the memory is emptied then (other instances' writes no longer reach it).
+ * writes), and the memory is emptied then (other instances' writes no longer reach it). `near`
+ * holds this instance's copies of untagged entries (keepNear), answered from memory while fresh.
  */
 export function createFailoverCacheDriver(
   shared: CacheDriver,
   local: CacheDriver,
   redis: RedisAvailability,
+  near: CacheDriver,
 ): CacheDriver {
   const pendingTags = new Set<string>()
   const pend = (tags: string[]) => {
@@ -46,7 +48,11 @@ export function createFailoverCacheDriver(
   }
 
   return {
-    peek: (key) => (redis.isUp() ? undefined : local.peek?.(key)),
+    // Copies of untagged entries answer while Redis is up; while it is not, the memory first.
+    peek: (key) => (redis.isUp() ? near.peek?.(key) : (local.peek?.(key) ?? near.peek?.(key))),
+    keepNear(key, value, freshForMs) {
+      if (freshForMs > 0) void near.set(key, value, { ttlSeconds: freshForMs / 1000, staleSeconds: 0 }, [])
+    },
     get: (key) =>
       either(
         () => shared.get(key),
@@ -71,10 +77,10 @@ export function createFailoverCacheDriver(
     },
     onInvalidate: (listener) => shared.onInvalidate?.(listener),
     async clear() {
-      await Promise.all([shared.clear?.(), local.clear?.()])
+      await Promise.all([shared.clear?.(), local.clear?.(), near.clear?.()])
     },
     async close() {
-      await Promise.all([shared.close(), local.close()])
+      await Promise.all([shared.close(), local.close(), near.close()])
     },
   }
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
+import { defineScript } from '../redis/script.ts'
 import { type ChannelSubscription, subscribeToChannel } from '../redis/subscription.ts'
 import type { CacheDriver } from './cache.ts'
 
@@ -63,6 +64,8 @@ export function createRedisCacheDriver(
   // again would needlessly drop loads that started after the invalidation.
   const instanceId = randomUUID()
   let subscription: ChannelSubscription | undefined
+  const setScript = defineScript(redis, 'cacheSet', SET_SCRIPT)
+  const invalidateScript = defineScript(redis, 'cacheInvalidate', INVALIDATE_SCRIPT)
 
   return {
     async get(key) {
@@ -76,16 +79,9 @@ export function createRedisCacheDriver(
     async set(key, value, { ttlSeconds, staleSeconds }, tags, versions) {
       const staleMs = Math.max(0, Math.round(staleSeconds * 1000))
       const seen = Array.isArray(versions) && versions.length === tags.length ? (versions as string[]) : []
-      await redis.eval(
-        SET_SCRIPT,
-        1 + tags.length * 2,
-        entryKey(key),
-        ...tagKeys(tags),
-        ...versionKeys(tags),
-        `${staleMs}\n${value}`,
-        Math.max(1, Math.round(ttlSeconds * 1000)) + staleMs,
-        tags.length,
-        ...seen,
+      await setScript(
+        [entryKey(key), ...tagKeys(tags), ...versionKeys(tags)],
+        [`${staleMs}\n${value}`, Math.max(1, Math.round(ttlSeconds * 1000)) + staleMs, tags.length, ...seen],
       )
     },
 
@@ -96,14 +92,9 @@ export function createRedisCacheDriver(
 
     async invalidateTags(tags) {
       if (tags.length === 0) return
-      await redis.eval(
-        INVALIDATE_SCRIPT,
-        tags.length * 2,
-        ...tagKeys(tags),
-        ...versionKeys(tags),
-        tags.length,
-        channel,
-        JSON.stringify({ from: instanceId, tags }),
+      await invalidateScript(
+        [...tagKeys(tags), ...versionKeys(tags)],
+        [tags.length, channel, JSON.stringify({ from: instanceId, tags })],
       )
     },
 

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis'
 import { type Clock, unixSeconds } from '../clock.ts'
+import { defineScript } from '../redis/script.ts'
 import type { RateLimitStore } from './store.ts'
 
 // INCR and EXPIRE in one step, so every instance shares one window per key.
@@ -27,22 +28,22 @@ return attempts`
 /** Counters in Redis, shared by every instance behind the load balancer. */
 export function createRedisRateLimitStore(redis: Redis, clock: Clock): RateLimitStore {
   const redisKey = (key: string) => `ratelimit:${key}`
+  const hitScript = defineScript(redis, 'rateLimitHit', HIT_SCRIPT)
+  const peekScript = defineScript(redis, 'rateLimitPeek', PEEK_SCRIPT)
+  const refundScript = defineScript(redis, 'rateLimitRefund', REFUND_SCRIPT)
   return {
     async hit(key, decaySeconds) {
-      const [attempts, ttl] = (await redis.eval(HIT_SCRIPT, 1, redisKey(key), decaySeconds)) as [
-        number,
-        number,
-      ]
+      const [attempts, ttl] = (await hitScript([redisKey(key)], [decaySeconds])) as [number, number]
       return { attempts, resetAt: unixSeconds(clock) + ttl }
     },
     async peek(key) {
-      const found = (await redis.eval(PEEK_SCRIPT, 1, redisKey(key))) as [number, number] | null
+      const found = (await peekScript([redisKey(key)])) as [number, number] | null
       if (!found) return null
       const [attempts, ttl] = found
       return { attempts, resetAt: unixSeconds(clock) + Math.max(ttl, 0) }
     },
     async refund(key) {
-      await redis.eval(REFUND_SCRIPT, 1, redisKey(key))
+      await refundScript([redisKey(key)])
     },
     async clear(key) {
       await redis.del(redisKey(key))
