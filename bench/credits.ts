@@ -19,11 +19,14 @@ import {
   writeBenchJson,
 } from './harness.ts'
 import { BENCH_PASSWORD, signIn } from './sign-in.ts'
+import { createTargets } from './targets.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const BASELINE_SECONDS = Number(process.env.BENCH_BASELINE_SECONDS ?? 5)
 const USERS = 100
 const CLIENTS = 32
+const HOLDS_RATE_GOAL = 2000
+const HOLDS_RAW_RATIO_GOAL = 0.75
 
 interface Session {
   userId: number
@@ -178,6 +181,18 @@ async function main() {
         ? `ledger: consistent (${audit.checks.length} checks; ${audit.holdCaptureDebits} hold_capture rows = ${cycles.succeeded} app + ${raw.succeeded} raw pg captures)`
         : `ledger: INCONSISTENT ${JSON.stringify(audit.failed)} debits=${audit.holdCaptureDebits} captures=${captures}`,
     )
+    const targets = createTargets()
+    targets.check('holds-requests-per-second', rate(cycles), '>=', HOLDS_RATE_GOAL, {
+      unit: ' req/s',
+      digits: 0,
+    })
+    targets.check('holds-app-over-raw-pg', rate(cycles) / rate(raw), '>=', HOLDS_RAW_RATIO_GOAL, {
+      label: 'app / raw pg',
+    })
+    targets.check('holds-ledger-consistent', consistent ? 1 : 0, '>=', 1, {
+      label: 'audit passed',
+      digits: 0,
+    })
     const figures = (r: RunResult & { cpu: CpuPerOp }) => ({
       rate: rate(r),
       p50: percentile(r.latencies, 50),
@@ -198,6 +213,7 @@ async function main() {
       poolSize: database.poolSize,
       ledgerConsistent: consistent,
       ledgerChecks: audit.checks,
+      targets: targets.results,
     })
     if (json) console.log(`figures written to ${json}`)
     if (!consistent || cycles.errors > 0 || baseline.errors > 0 || raw.errors > 0) process.exitCode = 1

@@ -15,12 +15,12 @@
  *   server, the order reversed every other round (a f b, b f a, ...): a shared machine's speed drifts
  *   by a third within a minute, so each round's b/a compares runs seconds apart, and the figures
  *   printed are the medians over the rounds (each round's ratio too). Printed: the request rates,
- *   CPU per request, the ratio b/a and p50/p99 latency.
+ *   CPU per request, the ratio b/a (r/a) and p50/p99 latency, and a target line for each goal.
  *   (c) BENCH_COLD (1000) concurrent requests for one cold key: how many upstream calls were made.
  * BENCH_DATABASE_URL (optional) runs the app on that PostgreSQL database instead of PGlite.
- * BENCH_REDIS_URL (optional) gives the app that Redis, as every instance of a multi-instance deployment
- *   has: the session cache stays in memory, but each read's count and answer are a round trip away
- *   (and the warm-read lane is not installed).
+ * BENCH_REDIS_URL (optional) adds (r): the same app configured with that Redis, as every instance of a
+ *   multi-instance deployment is, measured in the same rounds as (a), (f) and (b): the throttle's
+ *   count is then a round trip away, the session and the shared answer are held in memory.
  * BENCH_METRICS=1 sets METRICS_TOKEN, so (b) also counts and times each request for GET /metrics.
  * BENCH_LOG_LEVEL sets the app's LOG_LEVEL (`warn`: no access line), to see what the line costs.
  * BENCH_CPU_PROFILE=path writes a CPU profile of the servers' process during the last round's (b) to
@@ -46,6 +46,7 @@ import { createSimulator } from '../src/upstream-sim/simulator.ts'
 import { forkFleet, serveFleet } from './child-fleet.ts'
 import { machine, median, pinToCore, processCpuMs, writeBenchJson } from './harness.ts'
 import { BENCH_PASSWORD, signIn } from './sign-in.ts'
+import { createTargets } from './targets.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3)
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 5))
@@ -53,6 +54,8 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64)
 const COLD = Number(process.env.BENCH_COLD ?? 1000)
 // An upstream answer takes this long, so the cold requests really overlap one call in flight.
 const UPSTREAM_DELAY_MS = Number(process.env.BENCH_UPSTREAM_DELAY_MS ?? 50)
+const READ_RATIO_GOAL = 0.6
+const READ_P99_GOAL_MS = 5
 const TOKEN = 'bench-upstream-token'
 const SERVER_CORE = 0
 const LOAD_CORE = 1
@@ -94,20 +97,93 @@ async function countingUpstream() {
   return { url: await listen(server), calls, close: () => stop(server) }
 }
 
+/** The app as one run measures it: where it answers, and the signed-in session's headers. */
+interface AppUnderLoad {
+  url: string
+  headers: Record<string, string>
+}
+
 /** What the server process offers the measuring one. */
 interface Servers {
-  /** Starts the upstream, the app (signed-in session, warm entry) and the bare server on its bytes. */
+  /**
+   * Starts the upstream, the app (signed-in session, warm entry), with BENCH_REDIS_URL a second app
+   * configured with that Redis, and the bare server and Fastify alone on the answer's bytes.
+   */
   start(): Promise<{
-    appUrl: string
+    embedded: AppUnderLoad
+    redis: AppUnderLoad | undefined
     bareUrl: string
     fastifyUrl: string
-    headers: Record<string, string>
     bytes: number
   }>
   /** Starts (or, given a path, stops and writes) a CPU profile of this process. */
   profile(path?: string): Promise<void>
   upstreamCalls(path: string): Promise<number>
   close(): Promise<void>
+}
+
+/**
+ * The app with its production defaults on a temp DATA_DIR (PGlite, or BENCH_DATABASE_URL), given
+ * `redisUrl` configured with that Redis under a key prefix of its own (nothing another run left
+ * there is warm for this one); a user signed in, and the markets entry warm.
+ */
+async function startApp(upstreamUrl: string, redisUrl: string | undefined) {
+  const dataDir = mkdtempSync(join(os.tmpdir(), 'bench-proxy-'))
+  const config = loadConfig(
+    {
+      NODE_ENV: 'production',
+      // An ablation only (BENCH_LOG_LEVEL=warn: no access line); the figures are taken without it.
+      ...(process.env.BENCH_LOG_LEVEL ? { LOG_LEVEL: process.env.BENCH_LOG_LEVEL } : {}),
+      APP_KEY: generateAppKey(),
+      DATA_DIR: dataDir,
+      UPSTREAM_BASE_URL: upstreamUrl,
+      UPSTREAM_API_TOKEN: TOKEN,
+      // Production requires the socket app's credentials; the bench opens no socket.
+      REVERB_APP_ID: 'bench',
+      REVERB_APP_KEY: 'bench-key',
+      REVERB_APP_SECRET: randomBytes(20).toString('hex'),
+      // Long enough that the warm entry stays warm for the whole run.
+      CACHE_TTL_SECONDS: '3600',
+      // One session sends every request here: its per-user read limit is counted, as always, but
+      // set above what the run sends, so the figures include what the limit costs and no 429.
+      PROXY_READS_PER_MINUTE: '9999999',
+      ...(process.env.BENCH_DATABASE_URL ? { DATABASE_URL: process.env.BENCH_DATABASE_URL } : {}),
+      ...(process.env.BENCH_METRICS === '1' ? { METRICS_TOKEN: randomBytes(20).toString('hex') } : {}),
+      ...(redisUrl ? { REDIS_URL: redisUrl, REDIS_PREFIX: `bench-${randomBytes(4).toString('hex')}:` } : {}),
+    },
+    dataDir,
+  )
+  const app = await buildApp(config)
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const appUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+  const http = new Pool(appUrl, { connections: 4 })
+  const email = `bench-${randomBytes(4).toString('hex')}@example.com`
+  await createUsersService({ db: app.db, clock: systemClock, events: createEventBus() }).create({
+    name: 'Bench',
+    email,
+    password: BENCH_PASSWORD,
+    verified: true,
+  })
+  const { cookie } = await signIn(http, email)
+  await http.close()
+  const headers = { cookie, accept: 'application/json' }
+
+  // Warm the entry, and take its exact bytes for the bare server.
+  const warm = await request(`${appUrl}/api/markets`, { headers })
+  const bytes = Buffer.from(await warm.body.arrayBuffer())
+  if (warm.statusCode !== 200) throw new Error(`GET /api/markets answered ${warm.statusCode}: ${bytes}`)
+  const again = await request(`${appUrl}/api/markets`, { headers })
+  await again.body.dump()
+  if (again.headers['x-cache'] !== 'HIT') throw new Error('the markets entry did not stay cached')
+  return {
+    url: `${appUrl}/api/markets`,
+    headers,
+    bytes,
+    close: async () => {
+      await app.close()
+      rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
 }
 
 function createServers(): Servers {
@@ -117,82 +193,40 @@ function createServers(): Servers {
   return {
     async start() {
       upstream = await countingUpstream()
-      const dataDir = mkdtempSync(join(os.tmpdir(), 'bench-proxy-'))
-      const config = loadConfig(
-        {
-          NODE_ENV: 'production',
-          // An ablation only (BENCH_LOG_LEVEL=warn: no access line); the figures are taken without it.
-          ...(process.env.BENCH_LOG_LEVEL ? { LOG_LEVEL: process.env.BENCH_LOG_LEVEL } : {}),
-          APP_KEY: generateAppKey(),
-          DATA_DIR: dataDir,
-          UPSTREAM_BASE_URL: upstream.url,
-          UPSTREAM_API_TOKEN: TOKEN,
-          // Production requires the socket app's credentials; the bench opens no socket.
-          REVERB_APP_ID: 'bench',
-          REVERB_APP_KEY: 'bench-key',
-          REVERB_APP_SECRET: randomBytes(20).toString('hex'),
-          // Long enough that the warm entry stays warm for the whole run.
-          CACHE_TTL_SECONDS: '3600',
-          // One session sends every request here: its per-user read limit is counted, as always, but
-          // set above what the run sends, so the figures include what the limit costs and no 429.
-          PROXY_READS_PER_MINUTE: '9999999',
-          ...(process.env.BENCH_DATABASE_URL ? { DATABASE_URL: process.env.BENCH_DATABASE_URL } : {}),
-          ...(process.env.BENCH_METRICS === '1' ? { METRICS_TOKEN: randomBytes(20).toString('hex') } : {}),
-          // A key prefix of its own: nothing another run left in that Redis is warm for this one.
-          ...(process.env.BENCH_REDIS_URL
-            ? {
-                REDIS_URL: process.env.BENCH_REDIS_URL,
-                REDIS_PREFIX: `bench-${randomBytes(4).toString('hex')}:`,
-              }
-            : {}),
-        },
-        dataDir,
-      )
-      const app = await buildApp(config)
-      await app.listen({ host: '127.0.0.1', port: 0 })
-      const appUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
-      const http = new Pool(appUrl, { connections: 4 })
-      const email = `bench-${randomBytes(4).toString('hex')}@example.com`
-      await createUsersService({ db: app.db, clock: systemClock, events: createEventBus() }).create({
-        name: 'Bench',
-        email,
-        password: BENCH_PASSWORD,
-        verified: true,
-      })
-      const { cookie } = await signIn(http, email)
-      await http.close()
-      const headers = { cookie, accept: 'application/json' }
-
-      // Warm the entry, and take its exact bytes for the bare server.
-      const warm = await request(`${appUrl}/api/markets`, { headers })
-      const bytes = Buffer.from(await warm.body.arrayBuffer())
-      if (warm.statusCode !== 200) throw new Error(`GET /api/markets answered ${warm.statusCode}: ${bytes}`)
-      const again = await request(`${appUrl}/api/markets`, { headers })
-      await again.body.dump()
-      if (again.headers['x-cache'] !== 'HIT') throw new Error('the markets entry did not stay cached')
+      const upstreamUrl = upstream.url
+      const embedded = await startApp(upstreamUrl, undefined)
+      const redisUrl = process.env.BENCH_REDIS_URL
+      const redis = redisUrl ? await startApp(upstreamUrl, redisUrl) : undefined
 
       const bare = createServer((_req, res) => {
         res.writeHead(200, {
           'content-type': 'application/json; charset=utf-8',
-          'content-length': bytes.length,
+          'content-length': embedded.bytes.length,
         })
-        res.end(bytes)
+        res.end(embedded.bytes)
       })
       const bareUrl = await listen(bare)
       const floor = Fastify()
       floor.get('/api/markets', (_request, reply) => {
-        reply.type('application/json; charset=utf-8').send(bytes)
+        reply.type('application/json; charset=utf-8').send(embedded.bytes)
       })
       await floor.listen({ host: '127.0.0.1', port: 0 })
       const fastifyUrl = `http://127.0.0.1:${(floor.server.address() as AddressInfo).port}/api/markets`
       closeAll = async () => {
         await stop(bare)
         await floor.close()
-        await app.close()
+        await redis?.close()
+        await embedded.close()
         await upstream?.close()
-        rmSync(dataDir, { recursive: true, force: true })
       }
-      return { appUrl, bareUrl, fastifyUrl, headers, bytes: bytes.length }
+      const underLoad = ({ url, headers }: AppUnderLoad) => ({ url, headers })
+      return {
+        embedded: underLoad(embedded),
+        redis: redis && underLoad(redis),
+        bareUrl,
+        fastifyUrl,
+        bytes: embedded.bytes.length,
+      }
     },
     async profile(path) {
       if (path === undefined) {
@@ -254,7 +288,8 @@ async function main() {
   const { cores, cpu, node, loadAverage } = machine()
   const pinned = pinToCore(servers.pid, SERVER_CORE) && pinToCore(process.pid, LOAD_CORE)
   try {
-    const { appUrl, bareUrl, fastifyUrl, headers, bytes } = await servers.start()
+    const { embedded, redis, bareUrl, fastifyUrl, bytes } = await servers.start()
+    const { headers } = embedded
     console.log(`machine: ${cores} × ${cpu}, load average ${loadAverage.join(' ')}, node ${node}`)
     console.log(
       pinned
@@ -266,37 +301,45 @@ async function main() {
     )
 
     const profilePath = process.env.BENCH_CPU_PROFILE
-    const profiled = async (url: string, path: string) => {
+    const profiled = async (url: string, runHeaders: Record<string, string>, path: string) => {
       await servers.profile()
-      const figures = await load(url, headers, servers.pid)
+      const figures = await load(url, runHeaders, servers.pid)
       await servers.profile(path)
       return figures
     }
-    const runs = [
-      { name: 'a', url: bareUrl, suffix: '.bare' },
-      { name: 'f', url: fastifyUrl, suffix: '.fastify' },
-      { name: 'b', url: `${appUrl}/api/markets`, suffix: '' },
-    ] as const
-    // Every run gets the same request, cookies included: parsing what the client sends is not the app's own work.
-    for (const run of runs) await load(run.url, headers, servers.pid, 1)
-    type Round = Record<(typeof runs)[number]['name'], Figures>
+    type RunName = 'a' | 'f' | 'b' | 'r'
+    // Every run gets the same request, cookies included (each app its own session's, of the same
+    // size): parsing what the client sends is not the app's own work.
+    const runs: { name: RunName; url: string; headers: Record<string, string>; suffix: string }[] = [
+      { name: 'a', url: bareUrl, headers, suffix: '.bare' },
+      { name: 'f', url: fastifyUrl, headers, suffix: '.fastify' },
+      { name: 'b', url: embedded.url, headers, suffix: '' },
+      ...(redis ? [{ name: 'r' as const, url: redis.url, headers: redis.headers, suffix: '.redis' }] : []),
+    ]
+    for (const run of runs) await load(run.url, run.headers, servers.pid, 1)
+    type Round = Partial<Record<RunName, Figures>>
     const rounds: Round[] = []
     for (let round = 0; round < ROUNDS; round++) {
-      const figures: Partial<Round> = {}
+      const figures: Round = {}
       for (const run of round % 2 ? [...runs].reverse() : runs) {
         figures[run.name] =
           profilePath && round === ROUNDS - 1
-            ? await profiled(run.url, profilePath.replace(/(\.[^./]*)?$/, `${run.suffix}$1`))
-            : await load(run.url, headers, servers.pid)
+            ? await profiled(run.url, run.headers, profilePath.replace(/(\.[^./]*)?$/, `${run.suffix}$1`))
+            : await load(run.url, run.headers, servers.pid)
       }
-      const { a, f, b } = figures as Round
-      rounds.push({ a, f, b })
+      rounds.push(figures)
       console.log(
-        `round ${round + 1}: a ${a.rate.toFixed(0)}, f ${f.rate.toFixed(0)}, b ${b.rate.toFixed(0)} req/s; b/a ${(b.rate / a.rate).toFixed(2)}`,
+        `round ${round + 1}: ${runs.map(({ name }) => `${name} ${figures[name]?.rate.toFixed(0)}`).join(', ')} req/s; ` +
+          runs
+            .filter(({ name }) => name === 'b' || name === 'r')
+            .map(
+              ({ name }) => `${name}/a ${((figures[name]?.rate ?? 0) / (figures.a?.rate ?? 1)).toFixed(2)}`,
+            )
+            .join(', '),
       )
     }
-    const middle = (name: keyof Round): Figures => {
-      const all = rounds.map((round) => round[name])
+    const middle = (name: RunName): Figures => {
+      const all = rounds.map((round) => round[name] as Figures)
       const cpu = all.map((run) => run.cpuMicros).filter((micros) => micros !== null)
       return {
         rate: median(all.map((run) => run.rate)),
@@ -308,18 +351,34 @@ async function main() {
       }
     }
     const [a, f, b] = [middle('a'), middle('f'), middle('b')]
-    const ratio = (top: keyof Round, bottom: keyof Round) =>
-      median(rounds.map((round) => round[top].rate / round[bottom].rate))
+    const r = redis ? middle('r') : undefined
+    const ratio = (top: RunName, bottom: RunName) =>
+      median(rounds.map((round) => (round[top]?.rate ?? 0) / (round[bottom]?.rate ?? 1)))
 
     const row = (name: string, f: Figures) =>
-      `${name.padEnd(34)} ${f.rate.toFixed(0).padStart(8)} req/s   p50 ${String(f.p50).padStart(4)} ms   p99 ${String(f.p99).padStart(4)} ms   CPU ${f.cpuMicros ?? '?'} µs/request   non-2xx ${f.non2xx}, errors ${f.errors}`
+      `${name.padEnd(40)} ${f.rate.toFixed(0).padStart(8)} req/s   p50 ${String(f.p50).padStart(4)} ms   p99 ${String(f.p99).padStart(4)} ms   CPU ${f.cpuMicros ?? '?'} µs/request   non-2xx ${f.non2xx}, errors ${f.errors}`
     console.log(`\nmedians over ${ROUNDS} rounds:`)
     console.log(row('(a) bare node:http, same bytes', a))
     console.log(row('(f) Fastify alone, same bytes', f))
     console.log(row('(b) app, GET /api/markets (warm)', b))
-    console.log(
-      `ratio b/a: ${ratio('b', 'a').toFixed(2)} (target >= 0.6, p99 <= 5 ms); f/a ${ratio('f', 'a').toFixed(2)}, b/f ${ratio('b', 'f').toFixed(2)}\n`,
-    )
+    if (r) console.log(row('(r) app with Redis, GET /api/markets (warm)', r))
+    console.log(`f/a ${ratio('f', 'a').toFixed(2)}, b/f ${ratio('b', 'f').toFixed(2)}`)
+    const targets = createTargets()
+    targets.check('proxy-cached-read', ratio('b', 'a'), '>=', READ_RATIO_GOAL, { label: 'b/a' })
+    targets.check('proxy-cached-read-p99', b.p99, '<=', READ_P99_GOAL_MS, {
+      label: 'p99',
+      unit: ' ms',
+      digits: 0,
+    })
+    if (r) {
+      targets.check('proxy-cached-read-redis', ratio('r', 'a'), '>=', READ_RATIO_GOAL, { label: 'r/a' })
+      targets.check('proxy-cached-read-redis-p99', r.p99, '<=', READ_P99_GOAL_MS, {
+        label: 'p99',
+        unit: ' ms',
+        digits: 0,
+      })
+    }
+    console.log('')
     if (profilePath) console.log(`CPU profiles of (b) written to ${profilePath}, of (a) and (f) beside it\n`)
 
     // (c) A key nobody read yet, asked for by COLD clients at once, each on its own connection.
@@ -328,7 +387,10 @@ async function main() {
     const agent = new Agent({ connections: COLD, pipelining: 0 })
     const statuses = await Promise.all(
       Array.from({ length: COLD }, async () => {
-        const res = await request(`${appUrl}/api${coldPath}`, { headers, dispatcher: agent })
+        const res = await request(`${embedded.url.replace('/api/markets', '/api')}${coldPath}`, {
+          headers,
+          dispatcher: agent,
+        })
         await res.body.dump()
         return res.statusCode
       }),
@@ -336,9 +398,8 @@ async function main() {
     await agent.close()
     const ok = statuses.filter((s) => s === 200).length
     const calls = (await servers.upstreamCalls(coldPath)) - before
-    console.log(
-      `(c) ${COLD} concurrent cold requests for GET /api${coldPath}: ${ok} answered 200, ${calls} upstream call(s) (target 1)`,
-    )
+    console.log(`(c) ${COLD} concurrent cold requests for GET /api${coldPath}: ${ok} answered 200`)
+    targets.check('proxy-cold-single-flight', calls, '<=', 1, { label: 'upstream calls', digits: 0 })
     const json = writeBenchJson('proxy', {
       connections: CONNECTIONS,
       seconds: SECONDS,
@@ -348,10 +409,13 @@ async function main() {
       fastify: f,
       markets: b,
       ratio: ratio('b', 'a'),
+      ...(r ? { redis: { markets: r, ratio: ratio('r', 'a') } } : {}),
       cold: { requests: COLD, ok, upstreamCalls: calls },
+      targets: targets.results,
     })
     if (json) console.log(`figures written to ${json}`)
-    if ([a, f, b].some((run) => run.errors + run.non2xx > 0) || ok !== COLD) process.exitCode = 1
+    if ([a, f, b, ...(r ? [r] : [])].some((run) => run.errors + run.non2xx > 0) || ok !== COLD)
+      process.exitCode = 1
   } finally {
     await servers.close().catch(() => {})
     servers.stop()
