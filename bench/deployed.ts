@@ -24,8 +24,10 @@
  * CPU 0 and the load generator (autocannon, this process) to CPU 1 (`taskset`; BENCH_PIN=0: no
  * pinning), so a ratio compares what the two sides cost, not what the load generator left them.
  * PostgreSQL and Redis are the shared servers, not pinned. Printed: request rates, p50/p99, nginx's
- * and the Node processes' CPU per request, and the targets b/a and d/c (>= 0.6). Any answer but a
- * 2xx, or a connection error, makes the exit code 1. BENCH_JSON=path writes the figures.
+ * and the Node processes' CPU per request, the targets b/a and d/c (>= 0.6, of the rates), and the
+ * same comparison in CPU per request (bare/app): steadier than the rates on a shared machine, and
+ * what the rates' ratio comes to when the servers' core, not the load generator, is the limit. Any
+ * answer but a 2xx, or a connection error, makes the exit code 1. BENCH_JSON=path writes the figures.
  */
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
@@ -270,6 +272,16 @@ async function main() {
     }
     const ratio = (top: keyof Round, bottom: keyof Round) =>
       median(rounds.map((round) => round[top].rate / round[bottom].rate))
+    // What a request costs the servers' side (nginx and Node), bare over app: steadier than the rates
+    // on a shared machine, and what the rates' ratio comes to when that side is the bottleneck.
+    const cpuRatio = (bare: keyof Round, app: keyof Round) =>
+      median(
+        rounds.map(
+          (round) =>
+            (round[bare].nginxMicros + round[bare].nodeMicros) /
+            (round[app].nginxMicros + round[app].nodeMicros),
+        ),
+      )
     const figures = Object.fromEntries(runs.map((run) => [run.name, middle(run.name)])) as Round
     failures += Object.values(figures).reduce((sum, run) => sum + run.non2xx + run.errors, 0)
 
@@ -285,14 +297,25 @@ async function main() {
     console.log(
       `p99: markets ${figures.b.p99} ms (bare ${figures.a.p99} ms), user ${figures.d.p99} ms (bare ${figures.c.p99} ms)`,
     )
+    const marketsCpu = cpuRatio('a', 'b')
+    const userCpu = cpuRatio('c', 'd')
+    console.log(
+      `CPU per request (nginx + node), bare/app: markets ${marketsCpu.toFixed(2)}, user ${userCpu.toFixed(2)}`,
+    )
 
     const json = writeBenchJson('deployed', {
       connections: CONNECTIONS,
       seconds: SECONDS,
       pinned,
       rounds,
-      markets: { bare: figures.a, app: figures.b, ratio: marketsRatio, bytes: markets.length },
-      user: { bare: figures.c, app: figures.d, ratio: userRatio, bytes: user.length },
+      markets: {
+        bare: figures.a,
+        app: figures.b,
+        ratio: marketsRatio,
+        cpuRatio: marketsCpu,
+        bytes: markets.length,
+      },
+      user: { bare: figures.c, app: figures.d, ratio: userRatio, cpuRatio: userCpu, bytes: user.length },
       targets: targets.results,
     })
     if (json) console.log(`figures written to ${json}`)
