@@ -31,6 +31,11 @@ export interface ServerProcessOptions {
   name?: string
   /** How long `waitUntilUp` waits for GET /up to answer 200. */
   upWithinMs?: number
+  /**
+   * `ignore`: the process's stdout (its log, an access line per request) goes to /dev/null instead
+   * of being kept here, for a load that would pile it up in this process (a bench); stderr is kept.
+   */
+  stdout?: 'pipe' | 'ignore'
 }
 
 export interface ServerProcess {
@@ -97,7 +102,7 @@ export async function spawnServerProcess(options: ServerProcessOptions = {}): Pr
   const child = spawn(nodeBin, [serverEntry], {
     cwd: options.cwd ?? makeTempDir(),
     env: options.bareEnv ? { ...env, PORT: String(port) } : { ...testDefaults(port), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', options.stdout ?? 'pipe', 'pipe'],
   })
   let stdout = ''
   let stderr = ''

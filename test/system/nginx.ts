@@ -46,6 +46,8 @@ export interface AccessLine {
 export interface RunningNginx {
   readonly url: string
   readonly port: number
+  /** The master process's id (its workers are its children). */
+  readonly pid: number
   accessLines(): AccessLine[]
   /** nginx's own error logs (the main one and the server's). */
   errorLog(): string
@@ -135,6 +137,7 @@ export async function startNginx(options: {
   return {
     url: `http://127.0.0.1:${port}`,
     port,
+    pid: child.pid as number,
     accessLines,
     errorLog,
     async servedBy(requestId) {

@@ -40,6 +40,8 @@ export interface Instance {
   readonly port: number
   /** `127.0.0.1:port`, as nginx names it in $upstream_addr. */
   readonly address: string
+  /** The running process's id (undefined before its start). */
+  pid(): number | undefined
   /** Everything it wrote (stdout and stderr), across restarts. */
   output(): string
   /** Starts `node src/server.ts` and waits until GET /up answers 200 on the instance itself. */
@@ -55,8 +57,15 @@ const START_DEADLINE_MS = 60_000
 /**
  * One instance as a deployment runs it: `node src/server.ts` with only its environment, from an
  * empty working directory (no .env of the project's leaks in), on a fixed port; restartable.
+ * `stdout: 'ignore'` sends its stdout to /dev/null (see `ServerProcessOptions`).
  */
-export function instance(name: string, port: number, env: Record<string, string>, dir: string): Instance {
+export function instance(
+  name: string,
+  port: number,
+  env: Record<string, string>,
+  dir: string,
+  options: { stdout?: 'pipe' | 'ignore' } = {},
+): Instance {
   mkdirSync(dir, { recursive: true })
   let current: ServerProcess | undefined
   // What the processes before the current one wrote.
@@ -66,6 +75,7 @@ export function instance(name: string, port: number, env: Record<string, string>
     name,
     port,
     address: `127.0.0.1:${port}`,
+    pid: () => current?.child.pid,
     output,
     async start() {
       if (output() !== '') earlier = `${output()}\n--- ${name} started again ---\n`
@@ -77,6 +87,7 @@ export function instance(name: string, port: number, env: Record<string, string>
         port,
         name: `instance ${name}`,
         upWithinMs: START_DEADLINE_MS,
+        stdout: options.stdout,
       })
       await current.waitUntilUp()
     },

@@ -32,6 +32,13 @@ export interface StackOptions {
   redisUrl?: string
   /** More settings for both instances, over the recipe's (a fault test's shorter time-outs). */
   env?: Record<string, string>
+  /** The prefix of this run's Redis keys, all deleted at the stop (default `system-<hex>:`). */
+  redisPrefix?: string
+  /**
+   * `ignore`: the instances' stdout (their log, an access line per request) goes to /dev/null, for a
+   * load (a bench) that would otherwise pile it up in this process; `logs()` then has their stderr.
+   */
+  instanceStdout?: 'pipe' | 'ignore'
 }
 
 /** What the release step printed, for the test to check. */
@@ -87,7 +94,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     process.env.TEST_DATABASE_URL ??
     'postgres://postgres@127.0.0.1:5432/postgres'
   const redisUrl = options.redisUrl ?? process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
-  const redisPrefix = `system-${randomBytes(4).toString('hex')}:`
+  const redisPrefix = options.redisPrefix ?? `system-${randomBytes(4).toString('hex')}:`
   const dir = mkdtempSync(join(tmpdir(), 'trading-api-system-'))
   const cleanups: Array<() => Promise<unknown> | unknown> = [
     () => rmSync(dir, { recursive: true, force: true }),
@@ -193,8 +200,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       dir,
     )
 
-    const a = instance('A', portA, { ...env, DATA_DIR: join(dir, 'a') }, join(dir, 'a'))
-    const b = instance('B', portB, { ...env, DATA_DIR: join(dir, 'b') }, join(dir, 'b'))
+    const output = { stdout: options.instanceStdout }
+    const a = instance('A', portA, { ...env, DATA_DIR: join(dir, 'a') }, join(dir, 'a'), output)
+    const b = instance('B', portB, { ...env, DATA_DIR: join(dir, 'b') }, join(dir, 'b'), output)
     cleanups.push(
       () => a.kill(),
       () => b.kill(),
