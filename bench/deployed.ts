@@ -13,8 +13,8 @@
  * from the same template by the same code, answering the very bytes the app answers. Measured, each
  * through its nginx, with the same request (a signed-in session's cookies, `accept: application/json`):
  *   (a) the bare servers and (b) the app, `GET /api/markets` on a warm cache (the read bench:proxy
- *       measures on one instance; here each read's count and answer are in Redis, as on every
- *       instance of a multi-instance deployment);
+ *       measures on one instance; here each read's count is a Redis round trip and its answer the
+ *       instance's near copy of the Redis entry, as on every instance of a multi-instance deployment);
  *   (c) the bare servers and (d) the app, `GET /api/user`.
  * Each at BENCH_CONNECTIONS (64) connections, after a one-second warm-up each, in BENCH_ROUNDS (5)
  * rounds of BENCH_SECONDS (3) s per run, the order reversed every other round (a b c d, d c b a, ...);
