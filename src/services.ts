@@ -123,10 +123,13 @@ function assembleServices(app: FastifyInstance, config: Config, catalog: Billing
     events,
   })
 
+  // Where links to the app point (checkout's return, invitations): the SPA when it has its own origin.
+  const appOrigin = config.frontendOrigins[0] ?? config.appUrl
+  const creditsOf = (userId: number) => ledger.summary(userId)
   const built = {
     ...core,
     catalog,
-    userView: createUserViewService({ appUrl: config.appUrl, creditsOf: (userId) => ledger.summary(userId) }),
+    userView: createUserViewService({ appUrl: config.appUrl, creditsOf }),
     verification,
     auth: createAuthService({ users, clock, verification }),
     loginBackoff: createLoginBackoff({
@@ -163,12 +166,12 @@ function assembleServices(app: FastifyInstance, config: Config, catalog: Billing
       users,
       gateway: createStripeGateway(config.stripe),
       webhookSecret: config.stripe.webhookSecret,
-      returnOrigin: config.frontendOrigins[0] ?? config.appUrl,
+      returnOrigin: appOrigin,
     }),
     groups,
     invites: createInvitesService({
       ...chatDeps,
-      inviteBaseUrl: config.frontendOrigins[0] ?? config.appUrl,
+      inviteBaseUrl: appOrigin,
       queueMail,
     }),
     joinRequests: createJoinRequestsService(chatDeps),
@@ -203,7 +206,7 @@ function assembleServices(app: FastifyInstance, config: Config, catalog: Billing
       users,
       queueMail,
       verificationUrl: verification.verificationUrl,
-      creditsOf: (userId) => ledger.summary(userId),
+      creditsOf,
       accountDeletion,
       events,
     }),

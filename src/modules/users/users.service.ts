@@ -140,9 +140,12 @@ function usersOver({ db, clock, events }: UsersDeps) {
     /** Makes the user an admin or a plain user; answers the updated row (undefined when gone). */
     setAdmin: (user: UserRow, isAdmin: boolean) => repo.update(user.id, { isAdmin, updatedAt: clock.now() }),
 
-    /** Blocks (at `blockedAt`) or unblocks (null) the user; answers the updated row (undefined when gone). */
-    setBlockedAt: (user: UserRow, blockedAt: Date | null) =>
-      repo.update(user.id, { blockedAt, updatedAt: clock.now() }),
+    /**
+     * Blocks or unblocks the user at `now` (blocked_at and updated_at the same instant); answers the
+     * updated row (undefined when gone).
+     */
+    setBlocked: (user: UserRow, blocked: boolean, now: Date) =>
+      repo.update(user.id, { blockedAt: blocked ? now : null, updatedAt: now }),
 
     /** Locks the rows of the admins who can sign in, in the caller's transaction; answers their ids. */
     lockActiveAdmins: () => repo.lockActiveAdmins(),

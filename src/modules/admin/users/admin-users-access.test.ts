@@ -35,6 +35,8 @@ describe('POST /api/user/block-unblock/{user}', () => {
       message: 'User blocked.',
       user: { id: user.id, is_blocked: true, blocked_at: expect.stringMatching(/Z$/) },
     })
+    // One instant for the block and the row's change.
+    expect(res.data.user.updated_at).toBe(res.data.user.blocked_at)
     expect(await t.database.db.select().from(sessions).where(eq(sessions.userId, user.id))).toEqual([])
     expect(await client.get('/api/user')).toMatchObject({
       status: 401,

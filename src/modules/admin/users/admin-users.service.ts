@@ -192,7 +192,7 @@ export function createAdminUsersService(deps: AdminUsersDeps) {
       const user = await asAdmin(actor, async (locked) => {
         const current = await target(locked, id)
         const now = clock.now()
-        const updated = (await locked.users.setBlockedAt(current, current.blockedAt ? null : now)) ?? current
+        const updated = (await locked.users.setBlocked(current, current.blockedAt === null, now)) ?? current
         await queueMail(userBlockedUnblockedMail(updated), locked.tx)
         return updated
       })
