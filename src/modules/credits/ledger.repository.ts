@@ -23,6 +23,16 @@ const numeric = (value: string) => sql`${value}::numeric`
 
 /** Every query on credit_accounts and credit_transactions; takes a db or a transaction. */
 export function createLedgerRepository({ db }: { db: Db }) {
+  // Read on every answer that carries the user's credit figures (GET /api/user, GET /api/credits):
+  // prepared by name, so neither the SQL is built nor the statement planned again per request.
+  let accountOf: ReturnType<typeof prepareAccountOf> | undefined
+  const prepareAccountOf = () =>
+    db
+      .select()
+      .from(creditAccounts)
+      .where(eq(creditAccounts.userId, sql.placeholder('userId')))
+      .limit(1)
+      .prepare('credit_account_of')
   return {
     /** Sets the user's current package (the account row exists and is locked by the caller). */
     async setCurrentPackage(userId: number, packageId: string, now: Date): Promise<void> {
@@ -51,7 +61,8 @@ export function createLedgerRepository({ db }: { db: Db }) {
     },
 
     async findAccount(userId: number): Promise<CreditAccountRow | undefined> {
-      const [row] = await db.select().from(creditAccounts).where(eq(creditAccounts.userId, userId)).limit(1)
+      accountOf ??= prepareAccountOf()
+      const [row] = await accountOf.execute({ userId })
       return row
     },
 
