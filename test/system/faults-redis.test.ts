@@ -161,8 +161,13 @@ describe('Redis stopped for 20 s under load', () => {
     expect(seen.map((s) => s.leaving)).toEqual(users.map(() => []))
     for (const instance of stack.instances) {
       const output = instance.output()
-      expect(linesSaying(output, 'redis unavailable'), instance.name).toHaveLength(1)
-      expect(linesSaying(output, 'redis available again'), instance.name).toHaveLength(1)
+      // On a failure, the instance's lines about Redis tell what it saw.
+      const told = `${instance.name}:\n${output
+        .split('\n')
+        .filter((line) => /redis/i.test(line))
+        .join('\n')}`
+      expect(linesSaying(output, 'redis unavailable'), told).toHaveLength(1)
+      expect(linesSaying(output, 'redis available again'), told).toHaveLength(1)
       expect(output).not.toContain('[ioredis]')
     }
   }, 90_000)
