@@ -4,6 +4,7 @@ import { describeFailure, ValidationError } from '../../../lib/errors.ts'
 import type { AgentBody, AgentName } from '../ai.schemas.ts'
 import { MAX_CHAT_TEXT_BYTES } from '../ai.schemas.ts'
 import type { AiCallRecorder, CallEnd } from '../calls/ai-call-recorder.ts'
+import { modelStreamOpener } from '../lean-chat-stream.ts'
 import type { ConfiguredModel } from '../model.ts'
 import { type Toolbox, toolNamesFor } from '../tools/toolbox.ts'
 import { toUiChunk, type UiChunk } from '../ui-stream.ts'
@@ -83,6 +84,7 @@ export function createAgentsService(deps: {
   log: AgentLogger
 }) {
   const { model, toolbox, calls, log } = deps
+  const open = modelStreamOpener(model.model)
 
   return {
     /** Checks a request body and turns it into a question; a 422 here comes before any stream starts. */
@@ -113,7 +115,7 @@ export function createAgentsService(deps: {
         // No retries (a failed call is the user's to retry), and failures are recorded and logged
         // below, masked.
         const parts = streamSteps({
-          model: model.model,
+          open,
           system: AGENT_INSTRUCTIONS[question.agent],
           messages: question.messages,
           tools,

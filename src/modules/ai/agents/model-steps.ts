@@ -1,5 +1,4 @@
 import type {
-  LanguageModelV4,
   LanguageModelV4FunctionTool,
   LanguageModelV4Message,
   LanguageModelV4StreamPart,
@@ -14,6 +13,7 @@ import {
   type ToolSet,
   TypeValidationError,
 } from 'ai'
+import type { OpenModelStream } from '../lean-chat-stream.ts'
 
 /** What an answer's steps stream: the parts of streamText's fullStream that the agents use. */
 export type StepPart =
@@ -31,7 +31,8 @@ export type StepPart =
   | { type: 'error'; error: unknown }
 
 export interface StepsOptions {
-  model: LanguageModelV4
+  /** Opens one model call's stream (lean-chat-stream.ts). */
+  open: OpenModelStream
   system: string
   messages: ModelMessage[]
   tools: ToolSet
@@ -124,29 +125,29 @@ async function parseCall(tools: ToolSet, toolName: string, text: string): Promis
 
 /**
  * One answer's model calls, as streamText runs them with `stopWhen: stepCountIs(maxSteps)`, but
- * consuming the provider's stream directly: streamText's chain of web-stream transforms costs more
+ * consuming each call's parts directly: streamText's chain of web-stream transforms costs more
  * main-thread time per chunk than everything else the service does for it (docs/performance.md).
  * The same provider request, the same parts in the same order, the same tool-call checking and the
  * same tool results handed back to the model; a step with tool calls that all answered is followed
  * by another, up to `maxSteps`.
  */
 export async function* streamSteps(options: StepsOptions): AsyncGenerator<StepPart> {
-  const { model, tools, abortSignal } = options
+  const { open, tools, abortSignal } = options
   const prompt = toPrompt(options.system, options.messages)
   const providerTools = await toProviderTools(tools)
   let inputTokens: number | undefined
   let outputTokens: number | undefined
 
   for (let step = 1; ; step++) {
-    let stream: ReadableStream<LanguageModelV4StreamPart>
+    let stream: AsyncIterable<LanguageModelV4StreamPart>
     try {
-      ;({ stream } = await model.doStream({
+      stream = await open({
         prompt,
         tools: providerTools,
         toolChoice: { type: 'auto' },
         abortSignal,
         includeRawChunks: false,
-      }))
+      })
     } catch (error) {
       yield { type: 'error', error }
       return
@@ -191,7 +192,7 @@ export async function* streamSteps(options: StepsOptions): AsyncGenerator<StepPa
     }
 
     try {
-      for await (const part of stream as unknown as AsyncIterable<LanguageModelV4StreamPart>) {
+      for await (const part of stream) {
         while (ready.length > 0) yield ready.shift() as StepPart
         // As streamText: a step starts with the model's first part after its stream-start.
         if (!started && part.type !== 'stream-start') {
