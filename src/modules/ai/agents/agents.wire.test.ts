@@ -33,6 +33,28 @@ beforeEach(() => {
   t.clock.advance(61_000)
 })
 
+const byName = (a: { name: string }, b: { name: string }) => a.name.localeCompare(b.name)
+
+/**
+ * Tools called in one step run at once and answer in the order they finish, on the SDK's path as
+ * on this one (a database's timing decides): their outputs are compared in the calls' order.
+ */
+function inCallOrder(body: string): string {
+  const events = body.split('\n\n')
+  const isOutput = (event: string) => /^data: \{"type":"tool-output-/.test(event)
+  const callId = (event: string) => /"toolCallId":"([^"]+)"/.exec(event)?.[1] ?? ''
+  for (let at = 0; at < events.length; at++) {
+    let end = at
+    while (end < events.length && isOutput(events[end] as string)) end++
+    if (end - at > 1) {
+      const run = events.slice(at, end).sort((a, b) => callId(a).localeCompare(callId(b)))
+      events.splice(at, run.length, ...run)
+    }
+    at = end
+  }
+  return events.join('\n\n')
+}
+
 const usage = { prompt_tokens: 10, completion_tokens: 3 }
 const scenarios: Array<[string, 'support' | 'assistant', boolean, ModelScript[]]> = [
   ['text', 'support', true, [{ text: ['Hello ', 'there, ', 'world.'], usage }]],
@@ -127,13 +149,13 @@ describe('what an agent answers and records, byte for byte', () => {
       inputTokens: row.inputTokens,
       outputTokens: row.outputTokens,
       error: row.error,
-      toolCalls: row.toolCalls.map(({ name, ok }) => ({ name, ok })),
+      toolCalls: row.toolCalls.map(({ name, ok }) => ({ name, ok })).sort(byName),
     }
     // What the model was sent after the first request: the tool calls and results it was handed.
     const followUps = model.requests.slice(1).map((request) => request.body.messages?.slice(2))
     const firstRequest = { ...model.requests[0]?.body, messages: undefined }
     await expect(
-      `${JSON.stringify({ status: res.status, record, firstRequest, followUps }, null, 1)}\n${body}`,
+      `${JSON.stringify({ status: res.status, record, firstRequest, followUps }, null, 1)}\n${inCallOrder(body)}`,
     ).toMatchFileSnapshot(`__snapshots__/wire/${name.replaceAll(' ', '-')}.txt`)
   })
 })
