@@ -21,6 +21,7 @@ import {
   writeBenchJson,
 } from './harness.ts'
 import { BENCH_PASSWORD, signIn } from './sign-in.ts'
+import { createTargets } from './targets.ts'
 
 /**
  * `npm run bench:ai`: what the support agent adds to a model's first token, with about STREAMS streams
@@ -64,6 +65,10 @@ import { BENCH_PASSWORD, signIn } from './sign-in.ts'
  * streams without `data: [DONE]`, `error` chunks, streams without text, streams not matched with a
  * model request; then the model's request count and `ai_calls` (every service stream `completed`).
  *
+ * Targets (issue 28), printed as `target <name>: ... met|NOT met` and kept in the JSON's `targets`:
+ * `ai-cpu-per-40-chunk-stream` (the app's main-thread CPU over the steady service window by the streams
+ * started in it, <= 2 ms; the name carries MODEL_CHUNKS) and `ai-pass-through-p99` (<= 5 ms).
+ *
  * Knobs (environment): BENCH_STREAMS (200), BENCH_USERS (100; the agents allow 60 streams a minute
  * each), BENCH_MODEL_DELAY_MS (50), BENCH_MODEL_CHUNKS (40), BENCH_MODEL_GAP_MS (50), BENCH_RATE
  * (streams/s; STREAMS over the answer's length), BENCH_RAMP_S (the answer's length + 0.5),
@@ -91,6 +96,8 @@ const BURST = env('BENCH_BURST', STREAMS)
 const INLINE = process.env.BENCH_CLIENTS === 'inline'
 const CPU_PROFILE = process.env.BENCH_CPU_PROFILE
 const PASS_THROUGH_P99_TARGET_MS = 5
+/** Issue 28: the app's main-thread CPU per support-agent stream (of the default 40 chunks). */
+const CPU_PER_STREAM_TARGET_MS = 2
 const SIGN_IN_WIDTH = 4
 const QUESTION = 'How do credit holds work?'
 const MODEL_NAME = 'bench-model'
@@ -624,7 +631,7 @@ async function main() {
       const setupSeconds = (performance.now() - setupStarted) / 1000
 
       const modelBase = new URL(modelUrl)
-      const targets: Record<Side, Target> = {
+      const endpoints: Record<Side, Target> = {
         direct: {
           side: 'direct',
           origin: modelBase.origin,
@@ -657,7 +664,7 @@ async function main() {
         const closer = setTimeout(() => {
           closing = window.stop()
         }, spec.rampMs + spec.measureMs)
-        const result = await fleet.steady(targets[side], spec)
+        const result = await fleet.steady(endpoints[side], spec)
         clearTimeout(opening)
         clearTimeout(closer)
         const app = await (closing ?? window.stop())
@@ -665,7 +672,7 @@ async function main() {
         return { ...result, app: app.window, profile: app.profile }
       }
       const burst = async (side: Side) => {
-        const result = await fleet.burst(targets[side], BURST)
+        const result = await fleet.burst(endpoints[side], BURST)
         loads[`burst ${side}`] = load1()
         return result
       }
@@ -821,6 +828,19 @@ async function main() {
             calls.rows.map((r) => `${r.n} ${r.status}`).join(', ') || 'none'
           } (${serviceStreams} completed expected)`,
       )
+      const targets = createTargets()
+      targets.check(
+        `ai-cpu-per-${MODEL_CHUNKS}-chunk-stream`,
+        windows.steadyService.appMainThreadMsPerStream ?? Number.NaN,
+        '<=',
+        CPU_PER_STREAM_TARGET_MS,
+        { label: 'main thread', unit: ' ms' },
+      )
+      targets.check('ai-pass-through-p99', headline.p99, '<=', PASS_THROUGH_P99_TARGET_MS, {
+        label: 'p99',
+        unit: ' ms',
+        digits: 1,
+      })
       if (steadyService.profile) {
         for (const line of summarizeProfile(steadyService.profile)) console.log(line)
         console.log(`  profile written to ${CPU_PROFILE} (the profiler's cost is in this run's figures)`)
@@ -852,6 +872,7 @@ async function main() {
         modelRequests: { got: modelRequests, expected: expectedRequests },
         aiCalls,
         seconds: (performance.now() - started) / 1000,
+        targets: targets.results,
       })
       if (json) console.log(`figures written to ${json}`)
       console.log(`run took ${((performance.now() - started) / 1000).toFixed(1)} s`)

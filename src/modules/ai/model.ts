@@ -1,11 +1,11 @@
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
-import type { LanguageModel } from 'ai'
+import type { LanguageModelV4 } from '@ai-sdk/provider'
 import type { Config } from '../../config.ts'
 import { createOfflineModel, OFFLINE_MODEL_ID } from './offline-model.ts'
 
 /** The model every AI call uses, and the name its records carry. */
 export interface ConfiguredModel {
-  model: LanguageModel
+  model: LanguageModelV4
   name: string
 }
 

@@ -1,4 +1,4 @@
-import type { TextStreamPart, ToolSet } from 'ai'
+import type { StepPart } from './agents/model-steps.ts'
 
 /**
  * The UI message stream chunks this service sends: a subset of the AI SDK's, with only the fields
@@ -41,7 +41,7 @@ export const TOOL_FAILED = 'The tool could not be run.'
  * (reasoning, sources, raw chunks; finish and errors, which the caller writes once it has recorded
  * them; the start of a tool's input, once its call is complete, is sent as `tool-input-available`).
  */
-export function toUiChunk(part: TextStreamPart<ToolSet>): UiChunk | null {
+export function toUiChunk(part: StepPart): UiChunk | null {
   switch (part.type) {
     case 'start-step':
       return { type: 'start-step' }
@@ -65,8 +65,6 @@ export function toUiChunk(part: TextStreamPart<ToolSet>): UiChunk | null {
         input: part.input,
       }
     case 'tool-result':
-      // A preliminary result (a generator tool's partial output) is not an answer yet.
-      if ('preliminary' in part && part.preliminary) return null
       return { type: 'tool-output-available', toolCallId: part.toolCallId, output: part.output }
     case 'tool-error':
       return { type: 'tool-output-error', toolCallId: part.toolCallId, errorText: TOOL_FAILED }

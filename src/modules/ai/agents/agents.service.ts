@@ -1,13 +1,15 @@
-import { type ModelMessage, stepCountIs, streamText } from 'ai'
+import type { ModelMessage } from 'ai'
 import type { UserRow } from '../../../db/schema/index.ts'
 import { describeFailure, ValidationError } from '../../../lib/errors.ts'
 import type { AgentBody, AgentName } from '../ai.schemas.ts'
 import { MAX_CHAT_TEXT_BYTES } from '../ai.schemas.ts'
 import type { AiCallRecorder, CallEnd } from '../calls/ai-call-recorder.ts'
+import { modelStreamOpener } from '../lean-chat-stream.ts'
 import type { ConfiguredModel } from '../model.ts'
 import { type Toolbox, toolNamesFor } from '../tools/toolbox.ts'
 import { toUiChunk, type UiChunk } from '../ui-stream.ts'
 import { AGENT_INSTRUCTIONS } from './agent-prompts.ts'
+import { streamSteps } from './model-steps.ts'
 
 /** A tool result goes back to the model, which may call another: at most this many model calls an answer. */
 export const MAX_STEPS = 5
@@ -82,6 +84,7 @@ export function createAgentsService(deps: {
   log: AgentLogger
 }) {
   const { model, toolbox, calls, log } = deps
+  const open = modelStreamOpener(model.model)
 
   return {
     /** Checks a request body and turns it into a question; a 422 here comes before any stream starts. */
@@ -109,19 +112,17 @@ export function createAgentsService(deps: {
 
       await sink.write({ type: 'start' })
       try {
-        const result = streamText({
-          model: model.model,
+        // No retries (a failed call is the user's to retry), and failures are recorded and logged
+        // below, masked.
+        const parts = streamSteps({
+          open,
           system: AGENT_INSTRUCTIONS[question.agent],
           messages: question.messages,
           tools,
-          stopWhen: stepCountIs(MAX_STEPS),
+          maxSteps: MAX_STEPS,
           abortSignal: AbortSignal.any([sink.signal, timeout, deps.stopping]),
-          // A failed call is the user's to retry; retrying here would only make them wait longer.
-          maxRetries: 0,
-          // Failures are recorded and logged below, masked; the SDK would print them whole.
-          onError: () => {},
         })
-        for await (const part of result.fullStream) {
+        for await (const part of parts) {
           if (part.type === 'finish-step') call.steps++
           if (part.type === 'finish') {
             usage = part.totalUsage

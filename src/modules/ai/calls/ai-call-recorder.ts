@@ -6,9 +6,12 @@ import type { EventBus } from '../../../lib/events.ts'
 import type { ServiceEvents } from '../../../plugins/events.ts'
 import { createAiCallsRepository, type NewAiCall } from './ai-calls.repository.ts'
 
+/** The token counts a call records (the SDK's LanguageModelUsage has them, among others). */
+export type TokenCounts = Pick<LanguageModelUsage, 'inputTokens' | 'outputTokens'>
+
 /** How a call ended; `reason` is the plain text shown to users and stored (never provider text). */
 export type CallEnd =
-  | { status: 'completed'; usage: LanguageModelUsage | undefined; messageId?: number | null }
+  | { status: 'completed'; usage: TokenCounts | undefined; messageId?: number | null }
   | { status: 'failed' | 'aborted'; reason: string; willRetry?: boolean }
 
 /** One AI call being made: its row (being written), the tools it ran, and how to close it. */
