@@ -1,3 +1,5 @@
+import { writeFileSync } from 'node:fs'
+import { Session as InspectorSession } from 'node:inspector/promises'
 import os from 'node:os'
 import autocannon from 'autocannon'
 import pg from 'pg'
@@ -21,12 +23,18 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const BASELINE_SECONDS = Number(process.env.BENCH_BASELINE_SECONDS ?? 5)
 const SIDEBAR_SECONDS = Number(process.env.BENCH_SIDEBAR_SECONDS ?? 10)
 const SIDEBAR_CONNECTIONS = Number(process.env.BENCH_SIDEBAR_CONNECTIONS ?? 1)
+// A path: the posting phase's CPU profile of this process (the app and its clients) is written there.
+const CPU_PROFILE = process.env.BENCH_CPU_PROFILE
 const CLIENTS = 32
 // Each client posts as its own users in turn: 640 users at 60 messages a minute allow 3,840 a second.
 const USERS_PER_CLIENT = 20
 const POSTERS = CLIENTS * USERS_PER_CLIENT
 const POSTING_GROUPS = 20
 const READER_GROUPS = 200
+// The wide reader: in the reader's groups and in more, made set-based, up to this many in all
+// (BENCH_WIDE_GROUPS=0 leaves them out); each added group gets WIDE_MESSAGES_PER_GROUP messages.
+const WIDE_GROUPS = Number(process.env.BENCH_WIDE_GROUPS ?? 2000)
+const WIDE_MESSAGES_PER_GROUP = 20
 const SEEDED_MESSAGES = 200_000
 // A member's read marker stays up to this many messages back, so most conversations show some unread.
 const UNREAD_SPREAD = 30
@@ -141,12 +149,40 @@ async function main() {
       await expect(200, 'POST', `/api/group/${session.groupId}/join`, session)
       await expect(200, 'POST', `/api/group/${quiet}/join`, session)
     })
+    // The wide reader, in the reader's groups and in WIDE_GROUPS - READER_GROUPS more: groups owned by
+    // posters (a member besides), set-based, as the silent members of (d) are.
+    const wide =
+      WIDE_GROUPS > 0 ? await newSession('bench-wide-reader@example.com', 'Bench wide reader') : null
+    if (wide) {
+      await sql.query(
+        `insert into chat_group_members (group_id, user_id, role, joined_at)
+         select g, $1::bigint, 'member', now() from unnest($2::bigint[]) g`,
+        [wide.userId, groupIds],
+      )
+      await sql.query(
+        `with made as (
+           insert into chat_groups (name, owner_id, last_activity_at, created_at, updated_at)
+           select 'Bench wide group ' || s.i, ($2::bigint[])[1 + s.i % cardinality($2::bigint[])], now(), now(), now()
+           from generate_series(1, $3::int) s(i)
+           returning id, owner_id
+         )
+         insert into chat_group_members (group_id, user_id, role, joined_at)
+         select id, owner_id, 'owner', now() from made
+         union all select id, $1::bigint, 'member', now() from made
+         union all select id, ($2::bigint[])[1 + array_position($2::bigint[], owner_id) % cardinality($2::bigint[])],
+           'member', now() from made`,
+        [wide.userId, sessions.map((session) => session.userId), WIDE_GROUPS - READER_GROUPS],
+      )
+    }
     const setupSeconds = (performance.now() - setupStarted) / 1000
 
-    // History, set-based: SEEDED_MESSAGES interleaved over the groups, 10 ms apart, ending now, each
-    // by one of its group's members; then every counter as the service keeps it.
+    // History, set-based: SEEDED_MESSAGES interleaved over the reader's groups (and a few in each of the
+    // wide reader's others), 10 ms apart, ending now, each by one of its group's members; then every
+    // counter as the service keeps it.
     const seedStarted = performance.now()
     const perGroup = Math.ceil(SEEDED_MESSAGES / READER_GROUPS)
+    const wideOnly = wide ? WIDE_GROUPS - READER_GROUPS : 0
+    const seededCount = perGroup * READER_GROUPS + WIDE_MESSAGES_PER_GROUP * wideOnly
     await sql.query(
       `with members as (
          select group_id, user_id,
@@ -155,7 +191,8 @@ async function main() {
          from chat_group_members
        ), slots as (
          select g.id as group_id, s.i, row_number() over (order by s.i, g.id) as seq
-         from chat_groups g cross join generate_series(1, $1::int) s(i)
+         from chat_groups g
+           cross join generate_series(1, case when g.id = any($3::bigint[]) then $1::int else $4::int end) s(i)
        )
        insert into chat_messages (group_id, user_id, kind, body, created_at)
        select x.group_id, m.user_id, 'user',
@@ -163,7 +200,7 @@ async function main() {
          now() - ($2::int - x.seq) * interval '10 milliseconds'
        from slots x join members m on m.group_id = x.group_id and m.rn = (x.i + x.group_id) % m.n
        order by x.seq`,
-      [perGroup, perGroup * READER_GROUPS],
+      [perGroup, seededCount, groupIds, WIDE_MESSAGES_PER_GROUP],
     )
     await sql.query(`
       update chat_groups g set member_count = c.n
@@ -173,13 +210,13 @@ async function main() {
       update chat_groups g set last_message_id = l.id, last_activity_at = l.created_at
       from (select distinct on (group_id) group_id, id, created_at from chat_messages order by group_id, id desc) l
       where l.group_id = g.id`)
-    // Every other group of the reader is read to the end; elsewhere markers lie up to UNREAD_SPREAD back.
+    // Every other group of the readers is read to the end; elsewhere markers lie up to UNREAD_SPREAD back.
     await sql.query(
       `update chat_group_members m set last_read_message_id = coalesce((
          select x.id from chat_messages x where x.group_id = m.group_id order by x.id desc
-         offset (case when m.user_id = $1 and m.group_id % 2 = 0 then 0 else (m.user_id + m.group_id) % $2 end)
+         offset (case when m.user_id = any($1::bigint[]) and m.group_id % 2 = 0 then 0 else (m.user_id + m.group_id) % $2 end)
          limit 1), 0)`,
-      [reader.userId, UNREAD_SPREAD],
+      [[reader.userId, wide?.userId ?? reader.userId], UNREAD_SPREAD],
     )
     await sql.query(`
       update chat_groups g set conversation_count = (
@@ -205,6 +242,12 @@ async function main() {
       if (res.status !== 200) result.errors++
       return [res.ms]
     })
+    const profiler = CPU_PROFILE ? new InspectorSession() : undefined
+    if (profiler) {
+      profiler.connect()
+      await profiler.post('Profiler.enable')
+      await profiler.post('Profiler.start')
+    }
     const posting = await runClients(CLIENTS, sessions, SECONDS, async (session, n, result) => {
       const res = await call('POST', '/api/message', session, {
         group_id: session.groupId,
@@ -215,6 +258,11 @@ async function main() {
       else result.errors++
       return [res.ms]
     })
+    if (profiler && CPU_PROFILE) {
+      const { profile } = await profiler.post('Profiler.stop')
+      writeFileSync(CPU_PROFILE, JSON.stringify(profile))
+      profiler.disconnect()
+    }
 
     // After the storm: the stored messages against the 201 answers, and every counter against the rows.
     const stored = Number(
@@ -293,13 +341,29 @@ async function main() {
 
     // (c) the reader's sidebar, against the reader's baseline read, both with autocannon.
     const readerHeaders = { cookie: reader.headers.cookie ?? '', accept: 'application/json' }
-    const sample = await call('GET', '/api/sidebar-conversations', reader)
-    if (sample.status !== 200) throw new Error(`GET /api/sidebar-conversations answered ${sample.status}`)
-    const conversations = (JSON.parse(sample.text) as { data: { unread_count: number }[] }).data
-    const unread = conversations.filter((c) => c.unread_count > 0)
+    const sidebarOf = async (session: Session) => {
+      const res = await call('GET', '/api/sidebar-conversations', session)
+      if (res.status !== 200) throw new Error(`GET /api/sidebar-conversations answered ${res.status}`)
+      const conversations = (JSON.parse(res.text) as { data: { unread_count: number }[] }).data
+      const unread = conversations.filter((c) => c.unread_count > 0)
+      return {
+        bytes: res.text.length,
+        groups: conversations.length,
+        withUnread: unread.length,
+        unread: unread.reduce((sum, c) => sum + c.unread_count, 0),
+      }
+    }
+    const sample = await sidebarOf(reader)
+    const wideSample = wide ? await sidebarOf(wide) : null
     await http.close()
     const readerBaseline = await load(`${appUrl}/api/credits`, readerHeaders)
     const sidebar = await load(`${appUrl}/api/sidebar-conversations`, readerHeaders)
+    const wideSidebar = wide
+      ? await load(`${appUrl}/api/sidebar-conversations`, {
+          cookie: wide.headers.cookie ?? '',
+          accept: 'application/json',
+        })
+      : null
 
     const cpu = os.cpus()
     const line = (label: string, r: RunResult, unit = 'req/s') =>
@@ -316,7 +380,8 @@ async function main() {
         .join(' ')}`,
     )
     console.log(
-      `setup: ${POSTERS + 1} users signed in, ${READER_GROUPS} groups, ${2 * POSTERS} joins over HTTP in ${setupSeconds.toFixed(1)} s; ` +
+      `setup: ${POSTERS + 1 + (wide ? 1 : 0)} users signed in, ${READER_GROUPS} groups, ${2 * POSTERS} joins over HTTP` +
+        `${wide ? ` (and ${wideOnly} groups set-based)` : ''} in ${setupSeconds.toFixed(1)} s; ` +
         `${seeded.rows[0]?.messages} messages seeded (besides ${seeded.rows[0]?.notices} join notices), counters set, in ${seedSeconds.toFixed(1)} s`,
     )
     console.log(line(`(a) baseline GET /api/credits`, baseline))
@@ -330,13 +395,19 @@ async function main() {
         : `    stored: INCONSISTENT ${JSON.stringify(failed)} stored=${stored} answered 201=${posting.succeeded}`,
     )
     console.log(
-      `(c) reader in ${conversations.length} groups (${unread.length} with unread, ${unread.reduce((sum, c) => sum + c.unread_count, 0)} unread), sidebar answer ${sample.text.length} bytes; autocannon, ${SIDEBAR_CONNECTIONS} connection(s), ${SIDEBAR_SECONDS} s each`,
+      `(c) reader in ${sample.groups} groups (${sample.withUnread} with unread, ${sample.unread} unread), sidebar answer ${sample.bytes} bytes; autocannon, ${SIDEBAR_CONNECTIONS} connection(s), ${SIDEBAR_SECONDS} s each`,
     )
     console.log(row(`    baseline GET /api/credits`, readerBaseline))
     console.log(row(`    GET /api/sidebar-conversations`, sidebar))
     console.log(
       `    sidebar p99 ${sidebar.p99} ms (target <= ${SIDEBAR_TARGET_MS} ms: ${sidebar.p99 <= SIDEBAR_TARGET_MS ? 'met' : 'NOT met'}); ratio to baseline ${(sidebar.rate / readerBaseline.rate).toFixed(2)} (req/s)`,
     )
+    if (wideSample && wideSidebar) {
+      console.log(
+        `    wide reader in ${wideSample.groups} groups (${wideSample.withUnread} with unread, ${wideSample.unread} unread), sidebar answer ${wideSample.bytes} bytes`,
+      )
+      console.log(row(`    GET /api/sidebar-conversations`, wideSidebar))
+    }
     console.log(
       `(d) ${ROOM_POSTERS * ROOM_POSTS_EACH} posts to each of a ${BIG_ROOM}-member and a ${SMALL_ROOM}-member group, alternately, one at a time: ` +
         `p50 ${percentile(big.latencies, 50).toFixed(2)} ms against ${percentile(small.latencies, 50).toFixed(2)} ms, ` +
@@ -353,6 +424,13 @@ async function main() {
       unit: ' ms',
       digits: 1,
     })
+    if (wideSample && wideSidebar) {
+      targets.check(`chat-sidebar-${wideSample.groups}-groups`, wideSidebar.p99, '<=', SIDEBAR_TARGET_MS, {
+        label: 'p99',
+        unit: ' ms',
+        digits: 1,
+      })
+    }
     const figures = (r: RunResult) => ({
       rate: (r.succeeded > 0 ? r.succeeded : r.ops) / r.seconds,
       p50: percentile(r.latencies, 50),
@@ -366,6 +444,7 @@ async function main() {
       stored: { consistent, stored: Number(stored), answered: posting.succeeded },
       readerBaseline,
       sidebar,
+      ...(wideSample && wideSidebar ? { wideSidebar: { ...wideSidebar, groups: wideSample.groups } } : {}),
       sidebarTargetMs: SIDEBAR_TARGET_MS,
       rooms: {
         big: { members: BIG_ROOM, p50: percentile(big.latencies, 50), p99: percentile(big.latencies, 99) },
@@ -385,6 +464,7 @@ async function main() {
       posting.errors > 0 ||
       baseline.errors > 0 ||
       !clean(sidebar) ||
+      (wideSidebar !== null && !clean(wideSidebar)) ||
       !clean(readerBaseline)
     ) {
       process.exitCode = 1

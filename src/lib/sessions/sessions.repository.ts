@@ -8,7 +8,21 @@ export interface LiveSince {
   createdAt: number
 }
 
+/**
+ * The per-request read, prepared by name: PostgreSQL plans it once per connection, and drizzle
+ * builds its SQL (both tables' every column) once per repository rather than on every request.
+ */
+const findWithUserStatement = (db: Db) =>
+  db
+    .select({ session: sessions, user: users })
+    .from(sessions)
+    .leftJoin(users, eq(users.id, sessions.userId))
+    .where(eq(sessions.id, sql.placeholder('id')))
+    .limit(1)
+    .prepare('session_find_with_user')
+
 export function createSessionsRepository({ db }: { db: Db }) {
+  let findWithUser: ReturnType<typeof findWithUserStatement> | undefined
   return {
     async insert(row: SessionRow): Promise<void> {
       await db.insert(sessions).values(row)
@@ -16,12 +30,8 @@ export function createSessionsRepository({ db }: { db: Db }) {
 
     /** The session row and its user's (null for a guest session) in one query: the per-request read. */
     async findWithUser(id: string): Promise<{ session: SessionRow; user: UserRow | null } | undefined> {
-      const [row] = await db
-        .select({ session: sessions, user: users })
-        .from(sessions)
-        .leftJoin(users, eq(users.id, sessions.userId))
-        .where(eq(sessions.id, id))
-        .limit(1)
+      findWithUser ??= findWithUserStatement(db)
+      const [row] = await findWithUser.execute({ id })
       return row
     },
 

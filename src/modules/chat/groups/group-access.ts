@@ -34,9 +34,11 @@ export const isOwner = (access: GroupAccess) => access.membership?.role === 'own
 /** Members read the conversation; so do site admins, who moderate it. */
 export const canRead = (access: GroupAccess) => access.membership !== null || access.user.isAdmin
 
+export const NOT_A_MEMBER = 'You are not a member of this group.'
+
 /** Writing needs membership: a visible group one has not joined answers 403. */
 export function requireMember(access: GroupAccess): ChatMemberRow {
-  if (!access.membership) throw forbidden('You are not a member of this group.')
+  if (!access.membership) throw forbidden(NOT_A_MEMBER)
   return access.membership
 }
 
@@ -45,5 +47,5 @@ export function requireOwner(access: GroupAccess): void {
 }
 
 export function requireReader(access: GroupAccess): void {
-  if (!canRead(access)) throw forbidden('You are not a member of this group.')
+  if (!canRead(access)) throw forbidden(NOT_A_MEMBER)
 }

@@ -307,6 +307,42 @@ interface PostedMessage {
  */
 export function groupPostParts(db: Db) {
   return {
+    /**
+     * The group's row locked for update, the lock every change to the group takes first: a post
+     * draws its message id under it, so ids grow in the order posts commit within the group.
+     */
+    lockGroup(groupId: SQL) {
+      return db
+        .$with('post_group')
+        .as(
+          db
+            .select({ id: chatGroups.id, isPrivate: chatGroups.isPrivate })
+            .from(chatGroups)
+            .where(eq(chatGroups.id, groupId))
+            .for('update'),
+        )
+    },
+
+    /**
+     * The author's membership, locked for share once the group's lock is held (the condition on
+     * `group` orders it after): locking reads the newest row, so a removal committed while the
+     * post waited for the group is seen, though the statement's snapshot is older.
+     */
+    lockAuthor(group: WithSubquery & { id: SQLWrapper }, userId: SQL) {
+      return db.$with('post_author').as(
+        db
+          .select({ groupId: chatGroupMembers.groupId, userId: chatGroupMembers.userId })
+          .from(chatGroupMembers)
+          .where(
+            and(
+              sql`${chatGroupMembers.groupId} = (select ${group.id} from ${group})`,
+              eq(chatGroupMembers.userId, userId),
+            ),
+          )
+          .for('share'),
+      )
+    },
+
     /** The group's newest message and activity, and its conversation count for a conversation message. */
     onGroup(posted: WithSubquery & PostedMessage) {
       return db.$with('group_posted').as(

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, lt, sql } from 'drizzle-orm'
+import { and, asc, desc, eq, getTableColumns, lt, sql } from 'drizzle-orm'
 import type { Db } from '../../../db/client.ts'
 import {
   type ChatAttachmentRow,
@@ -12,6 +12,57 @@ import { groupPostParts } from '../groups/groups.repository.ts'
 
 export type NewMessage = typeof chatMessages.$inferInsert
 export type NewAttachment = typeof chatMessageAttachments.$inferInsert
+
+/** A member's text message to post: the author's id, the group's, what they wrote and when. */
+export interface MemberPost {
+  groupId: number
+  userId: number
+  body: string
+  at: Date
+}
+
+/** What the one-statement post did. */
+export type MemberPostOutcome =
+  | { kind: 'posted'; message: ChatMessageRow }
+  /** The author is not a member (the group is as the lock saw it); nothing was written. */
+  | { kind: 'not-member'; group: { isPrivate: boolean } }
+  /** There is no such group (any more); nothing was written. */
+  | { kind: 'no-group' }
+
+const p = (name: string) => sql.placeholder(name)
+const column = (c: { name: string }) => sql.identifier(c.name)
+const messageColumns = getTableColumns(chatMessages)
+type MessageFields = { [K in keyof typeof messageColumns]: unknown }
+/** A CTE's columns of chat_messages as a nested selection, so drizzle maps them to a ChatMessageRow. */
+const messageFieldsOf = <T extends MessageFields>(cte: T) =>
+  Object.fromEntries(Object.keys(messageColumns).map((key) => [key, cte[key as keyof MessageFields]])) as {
+    [K in keyof typeof messageColumns]: T[K]
+  }
+
+/**
+ * A member's text post as one statement, so one round trip (its own transaction) and no client
+ * round trip while the group's row is locked: lock the group, lock the author's membership after
+ * it, insert the message only if both are there, and record it on the group and the author
+ * (groupPostParts). Prepared by name: PostgreSQL parses and plans it once per connection.
+ */
+function memberPostStatement(db: Db) {
+  const parts = groupPostParts(db)
+  const group = parts.lockGroup(sql`${p('groupId')}::bigint`)
+  const author = parts.lockAuthor(group, sql`${p('userId')}::bigint`)
+  // drizzle's insert ... select wants every column (the identity too), so this one is written out.
+  const posted = db.$with('posted', messageColumns).as(
+    sql`insert into ${chatMessages} (${column(chatMessages.groupId)}, ${column(chatMessages.userId)},
+      ${column(chatMessages.kind)}, ${column(chatMessages.body)}, ${column(chatMessages.createdAt)})
+      select ${author.groupId}, ${author.userId}, 'user', ${p('body')}::text, ${p('at')}::timestamptz
+      from ${author} returning *`,
+  )
+  return db
+    .with(group, author, posted, parts.onGroup(posted), parts.onAuthor(posted))
+    .select({ isPrivate: group.isPrivate, posted: messageFieldsOf(posted) })
+    .from(group)
+    .leftJoin(posted, sql`true`)
+    .prepare('chat_member_post')
+}
 
 /** Messages and their attachments: every query of both. */
 export function createMessagesRepository({ db }: { db: Db }) {
@@ -43,7 +94,21 @@ export function createMessagesRepository({ db }: { db: Db }) {
         : { id: row.authorId, name: row.authorName ?? '', profilePhotoPath: row.authorPhoto },
   })
 
+  let memberPost: ReturnType<typeof memberPostStatement> | undefined
+
   return {
+    /**
+     * A member's text message, in one statement that takes the group's lock itself (call it outside
+     * a transaction that holds other chat locks); writes nothing when the author is not a member.
+     */
+    async postAsMember(post: MemberPost): Promise<MemberPostOutcome> {
+      memberPost ??= memberPostStatement(db)
+      const [row] = await memberPost.execute({ ...post })
+      if (!row) return { kind: 'no-group' }
+      if (!row.posted) return { kind: 'not-member', group: { isPrivate: row.isPrivate } }
+      return { kind: 'posted', message: row.posted }
+    },
+
     async find(id: number): Promise<ChatMessageRow | undefined> {
       const [row] = await db.select().from(chatMessages).where(eq(chatMessages.id, id)).limit(1)
       return row

@@ -1,12 +1,19 @@
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { eq } from 'drizzle-orm'
+import { and, eq, sql } from 'drizzle-orm'
 import { describe, expect, it } from 'vitest'
 import { createGroup, joinGroup, postMessage, recordEvents } from '../../../../test/helpers/chat.ts'
 import type { TestClient } from '../../../../test/helpers/client.ts'
 import { signedInClient } from '../../../../test/helpers/factories.ts'
 import { appUnderTest } from '../../../../test/helpers/under-test.ts'
-import { chatMessageAttachments } from '../../../db/schema/index.ts'
+import type { Db } from '../../../db/client.ts'
+import {
+  chatGroupMembers,
+  chatGroups,
+  chatMessageAttachments,
+  chatMessages,
+} from '../../../db/schema/index.ts'
+import { createMessagesRepository } from './messages.repository.ts'
 
 const t = appUnderTest()
 
@@ -126,6 +133,102 @@ describe('POST /api/message', () => {
     expect(refused.data).toEqual({ message: 'Too Many Attempts.' })
     t.clock.advance(61_000)
     expect((await member.client.post('/api/message', { group_id: group.id, body: 'later' })).status).toBe(201)
+  })
+})
+
+/**
+ * Runs `change` in a transaction that holds the group's row locked, and `request` meanwhile: on
+ * PostgreSQL the change commits once the request's statement waits for the lock (its snapshot is
+ * then older than the change); PGlite, one connection, runs the request's statements after it.
+ */
+async function whileGroupLocked<T>(
+  groupId: number,
+  change: (tx: Db) => Promise<void>,
+  request: () => Promise<T>,
+) {
+  const { db, kind } = t.database
+  let answer: Promise<T> | undefined
+  await db.transaction(async (tx) => {
+    await tx.select({ id: chatGroups.id }).from(chatGroups).where(eq(chatGroups.id, groupId)).for('update')
+    await change(tx)
+    answer = request()
+    if (kind !== 'postgres') return
+    for (let tries = 0; ; tries++) {
+      const waiting = (await db.execute(
+        sql`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%post_group%'`,
+      )) as unknown as { rows: unknown[] }
+      if (waiting.rows.length > 0) break
+      if (tries > 500) throw new Error('the post never waited for the group lock')
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+  })
+  return answer as Promise<T>
+}
+
+const userMessagesIn = async (groupId: number) =>
+  t.database.db
+    .select({ id: chatMessages.id })
+    .from(chatMessages)
+    .where(and(eq(chatMessages.groupId, groupId), eq(chatMessages.kind, 'user')))
+
+describe('POST /api/message racing a change to the group', () => {
+  it('refuses, writing nothing, a post whose author was removed while it waited for the group', async () => {
+    const { member, group } = await room()
+    await postMessage(member.client, group.id, 'before')
+    const [before] = await t.database.db.select().from(chatGroups).where(eq(chatGroups.id, group.id))
+    const res = await whileGroupLocked(
+      group.id,
+      async (tx) => {
+        await tx
+          .delete(chatGroupMembers)
+          .where(and(eq(chatGroupMembers.groupId, group.id), eq(chatGroupMembers.userId, member.user.id)))
+      },
+      () => member.client.post('/api/message', { group_id: group.id, body: 'after I left' }),
+    )
+    expect(res.status).toBe(403)
+    expect(res.data).toEqual({ message: 'You are not a member of this group.' })
+    expect((await userMessagesIn(group.id)).length).toBe(1)
+    const [after] = await t.database.db.select().from(chatGroups).where(eq(chatGroups.id, group.id))
+    expect(after).toEqual(before)
+  })
+
+  it('answers 404 to a post whose group was deleted while it waited for it', async () => {
+    const { member, group } = await room()
+    const res = await whileGroupLocked(
+      group.id,
+      async (tx) => {
+        await tx.delete(chatGroups).where(eq(chatGroups.id, group.id))
+      },
+      () => member.client.post('/api/message', { group_id: group.id, body: 'into the void' }),
+    )
+    expect(res.status).toBe(404)
+    expect(res.data).toEqual({ message: `No query results for model [App\\Models\\Group] ${group.id}` })
+    expect(await userMessagesIn(group.id)).toEqual([])
+  })
+
+  it('counts a post that waited behind another on the group on the row that one committed', async () => {
+    const { owner, member, group } = await room()
+    let first = 0
+    const res = await whileGroupLocked(
+      group.id,
+      async (tx) => {
+        const row = await createMessagesRepository({ db: tx }).insertPosted({
+          groupId: group.id,
+          userId: owner.user.id,
+          kind: 'user',
+          body: 'first',
+          createdAt: new Date(),
+        })
+        first = row.id
+      },
+      () => member.client.post('/api/message', { group_id: group.id, body: 'second' }),
+    )
+    expect(res.status).toBe(201)
+    expect(res.data.data.id).toBeGreaterThan(first)
+    const [after] = await t.database.db.select().from(chatGroups).where(eq(chatGroups.id, group.id))
+    expect([after?.conversationCount, after?.lastMessageId]).toEqual([2, res.data.data.id])
+    expect((await owner.client.get(`/api/group/${group.id}/status`)).data.data.unread_count).toBe(1)
+    expect((await member.client.get(`/api/group/${group.id}/status`)).data.data.unread_count).toBe(1)
   })
 })
 
