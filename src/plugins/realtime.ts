@@ -135,8 +135,14 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
   } satisfies Realtime)
 
   // Upgrades to /app/{key} are taken straight from the HTTP server, before any route or hook: a
-  // socket then holds no request, reply or logger for its whole life (about 5 KiB each).
-  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, perMessageDeflate: false })
+  // socket then holds no request, reply or logger for its whole life (about 5 KiB each). The hub
+  // keeps the sockets: ws's own list (clientTracking) would hold a second entry and a listener each.
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: MAX_FRAME_BYTES,
+    perMessageDeflate: false,
+    clientTracking: false,
+  })
   const originAllowed = createOriginPolicy(options.allowedOrigins)
   const clientAddress = createClientAddress(config.trustedProxies)
   const addressSlots = createAddressSlots(options.maxConnectionsPerAddress)
@@ -161,9 +167,9 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
     if (key !== options.key) return refuse(ws, PusherError.appNotFound)
     // 4009 as Reverb's allowed_origins: pusher-js then stops, where a failed handshake is retried.
     if (!originAllowed(origin)) return refuse(ws, PusherError.originNotAllowed)
-    if (!addressSlots.take(address)) return refuse(ws, PusherError.overQuota)
-    ws.once('close', () => addressSlots.release(address))
-    hub.accept(ws)
+    const slot = addressSlots.take(address)
+    if (!slot) return refuse(ws, PusherError.overQuota)
+    hub.accept(ws, slot)
   }
   app.server.on('upgrade', onUpgrade)
   // From the stop signal on, new sockets are refused and the open ones let go in turns (the clients
