@@ -161,15 +161,15 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
     // Read from the request here: no closure a socket keeps may reach it (it would stay in memory).
     const origin = request.headers.origin
     const address = clientAddress(request)
-    wss.handleUpgrade(request, socket, head, (ws) => admit(ws, key, origin, address))
+    wss.handleUpgrade(request, socket, head, (ws) => admit(ws, socket, key, origin, address))
   }
-  const admit = (ws: WebSocket, key: string, origin: string | undefined, address: string) => {
+  const admit = (ws: WebSocket, socket: Duplex, key: string, origin: string | undefined, address: string) => {
     if (key !== options.key) return refuse(ws, PusherError.appNotFound)
     // 4009 as Reverb's allowed_origins: pusher-js then stops, where a failed handshake is retried.
     if (!originAllowed(origin)) return refuse(ws, PusherError.originNotAllowed)
     const slot = addressSlots.take(address)
     if (!slot) return refuse(ws, PusherError.overQuota)
-    hub.accept(ws, slot)
+    hub.accept(ws, socket, slot)
   }
   app.server.on('upgrade', onUpgrade)
   // From the stop signal on, new sockets are refused and the open ones let go in turns (the clients

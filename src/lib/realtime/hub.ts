@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream'
 import type { RawData, WebSocket } from 'ws'
 import type { AddressSlot } from './address-slots.ts'
 import type { Delivery, HubNotice, RealtimeBus } from './bus.ts'
@@ -28,6 +29,9 @@ import { checkSubscription } from './subscription-request.ts'
 export const ONLINE = '#online'
 
 const MAX_CLIENT_EVENT_BYTES = 10 * 1024
+// Every frame is a text frame, a Buffer's too (one encoded once for a fan-out).
+const TEXT = { binary: false } as const
+const PING = encodeFrame('pusher:ping')
 
 /** What one socket may make this instance do and hold. */
 export interface SocketLimits {
@@ -80,6 +84,8 @@ const PRIVATE: Subscription = Object.freeze({ kind: 'private' })
 interface Connection {
   id: string
   ws: WebSocket
+  /** The connection under `ws`: corked to write two frames at once. */
+  socket: Duplex
   channels: SmallMap<string, Subscription>
   lastActivity: number
   pinged: boolean
@@ -119,9 +125,9 @@ export function createHub(options: HubOptions) {
   const frameWindowMs = limits.messageRateLimit.decaySeconds * 1000
   const clientEventLimits = createClientEventLimits()
 
-  const send = (conn: Connection, frame: string) => {
+  const send = (conn: Connection, frame: string | Buffer) => {
     if (conn.ws.readyState !== conn.ws.OPEN) return
-    conn.ws.send(frame)
+    conn.ws.send(frame, TEXT)
     // A client that stops reading would have every frame queued for it: past the bound it is closed
     // (its close frame waits behind the backlog; ws cuts it 30 s later), and nothing more is queued.
     if (conn.ws.bufferedAmount > limits.maxBufferedBytes) conn.ws.close(NOT_READING.code, NOT_READING.message)
@@ -332,8 +338,11 @@ export function createHub(options: HubOptions) {
         if (delivery.event.endsWith('added')) known.add(userId)
         else known.delete(userId)
       }
-      const frame = encodeFrame(delivery.event, delivery.data, channel, delivery.userId)
-      for (const conn of occupants.sockets) if (conn.id !== delivery.except) writer.push(conn, frame)
+      // Encoded once for all its sockets: each write then copies no string into bytes.
+      const frame = Buffer.from(encodeFrame(delivery.event, delivery.data, channel, delivery.userId))
+      const targets: Connection[] = []
+      for (const conn of occupants.sockets) if (conn.id !== delivery.except) targets.push(conn)
+      writer.pushAll(targets, frame)
     }
     writer.flush()
   }
@@ -460,19 +469,25 @@ export function createHub(options: HubOptions) {
       if (silent > 2 * timeout) conn.ws.close(PusherError.pongTimeout.code, PusherError.pongTimeout.message)
       else if (silent > timeout && !conn.pinged) {
         conn.pinged = true
-        send(conn, encodeFrame('pusher:ping'))
-        // A WebSocket ping too: proxies (nginx) see traffic and keep the connection.
-        conn.ws.ping()
+        // Both frames in one write: on a full instance many sockets fall silent together.
+        conn.socket.cork()
+        try {
+          send(conn, PING)
+          // A WebSocket ping too: proxies (nginx) see traffic and keep the connection.
+          conn.ws.ping()
+        } finally {
+          conn.socket.uncork()
+        }
       }
     }
   }
 
   return {
     /**
-     * Takes a new socket: connection_established, or 4004 when this instance is full. `slot`, its
-     * address's, is given back when the socket closes (refused or not).
+     * Takes a new socket (`ws`, over the upgraded `socket`): connection_established, or 4004 when
+     * this instance is full. `slot`, its address's, is given back when the socket closes (refused or not).
      */
-    accept(ws: WebSocket, slot?: AddressSlot) {
+    accept(ws: WebSocket, socket: Duplex, slot?: AddressSlot) {
       const refused = draining || sockets.size >= options.maxConnections
       if (refused && slot) ws.once('close', () => slot.release())
       if (draining) {
@@ -487,6 +502,7 @@ export function createHub(options: HubOptions) {
       const conn: Connection = {
         id: newSocketId(),
         ws,
+        socket,
         channels: new SmallMap(),
         lastActivity: Date.now(),
         pinged: false,
