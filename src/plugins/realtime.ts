@@ -185,11 +185,16 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
     hub.tick().catch((error: unknown) => app.log.warn({ err: error }, 'realtime: tick failed'))
   }, every)
   timer.unref()
+  // Silent sockets every second: a full instance's pings come a few at a time, not as one long
+  // write every `every` that stalls whatever else is being written.
+  const sweeper = setInterval(() => hub.sweepIdle(), Math.min(every, 1000))
+  sweeper.unref()
   app.addHook('onClose', async () => {
     // Every member who left is announced before the bus and presence close.
     await drain()
     await new Promise<void>((resolve) => wss.close(() => resolve()))
     clearInterval(timer)
+    clearInterval(sweeper)
     await presence.close().catch(availability.failed)
     await bus.close()
   })

@@ -572,9 +572,14 @@ export function createHub(options: HubOptions) {
       return bytes
     },
 
-    /** The periodic work: idle sockets, presence records kept alive, crashed instances' members dropped. */
+    /**
+     * Pings the sockets silent for the activity timeout, closes those silent for twice as long. Run
+     * often (every second): each run then pings the few that fell silent since the last one.
+     */
+    sweepIdle: (now = Date.now()) => sweepIdle(now),
+
+    /** The periodic work: presence records kept alive, crashed instances' members dropped. */
     async tick(now = Date.now()) {
-      sweepIdle(now)
       clientEventLimits.prune(now)
       try {
         await presence.heartbeat()
