@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import os from 'node:os'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import { setFlagsFromString, writeHeapSnapshot } from 'node:v8'
 import { runInNewContext } from 'node:vm'
@@ -481,6 +482,8 @@ interface Side {
   after: Memory
   delivery: DeliveryFigures
   deliveryLoad: string
+  /** The server process's event loop delay during the delivery run (ms). */
+  loopDelay: { p99: number; max: number }
   burst: BurstFigures
   burstLoad: string
 }
@@ -495,13 +498,17 @@ async function measure(fleet: Fleet, target: Target, sockets: () => number): Pro
     console.log(
       `heap snapshot: ${writeHeapSnapshot(`${process.env.BENCH_HEAP_SNAPSHOT}/${target.kind}.heapsnapshot`)}`,
     )
+  const loop = monitorEventLoopDelay({ resolution: 10 })
+  loop.enable()
   const delivery = await fleet.delivery(MESSAGES, WARMUP)
+  loop.disable()
+  const loopDelay = { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 }
   const deliveryLoad = load1()
   const burst = await fleet.burst(BURST, POSTERS)
   const burstLoad = load1()
   await fleet.close()
   await until(() => sockets() === 0, 'the sockets to close')
-  return { setupSeconds, before, after, delivery, deliveryLoad, burst, burstLoad }
+  return { setupSeconds, before, after, delivery, deliveryLoad, loopDelay, burst, burstLoad }
 }
 
 async function main() {
@@ -604,9 +611,14 @@ async function main() {
     const perSocket = (side: Side, key: keyof Memory) => (side.after[key] - side.before[key]) / SOCKETS
     const ratio = (b: number, a: number) => (a > 0 ? (b / a).toFixed(2) : 'n/a')
     const rate = (b: BurstFigures) => b.deliveries / b.seconds
-    const deliveryLine = (label: string, d: DeliveryFigures, load: string) =>
-      `${label.padEnd(30)} p50 ${ms(d.p50)} ms   p99 ${ms(d.p99)} ms   max ${ms(d.max)} ms   last socket p50 ${ms(d.lastP50)} / p99 ${ms(d.lastP99)} ms   ` +
-      `HTTP answer p50 ${ms(d.answerP50)} ms   ${d.deliveries} deliveries, ${d.missing} missing, ${d.errors} errors   load ${load}`
+    const deliveryLine = (label: string, side: Side) => {
+      const d = side.delivery
+      return (
+        `${label.padEnd(30)} p50 ${ms(d.p50)} ms   p99 ${ms(d.p99)} ms   max ${ms(d.max)} ms   last socket p50 ${ms(d.lastP50)} / p99 ${ms(d.lastP99)} ms   ` +
+        `HTTP answer p50 ${ms(d.answerP50)} ms   server event loop delay p99 ${ms(side.loopDelay.p99)} / max ${ms(side.loopDelay.max)} ms   ` +
+        `${d.deliveries} deliveries, ${d.missing} missing, ${d.errors} errors   load ${side.deliveryLoad}`
+      )
+    }
     const burstLine = (label: string, b: BurstFigures, load: string) =>
       `${label.padEnd(30)} ${rate(b).toFixed(0).padStart(7)} deliveries/s (${(b.messages / b.seconds).toFixed(0)} messages/s x ${SOCKETS} sockets, ` +
       `${b.seconds.toFixed(2)} s)   delay under load p50 ${ms(b.p50)} / p99 ${ms(b.p99)} ms   ${b.missing} missing, ` +
@@ -636,8 +648,8 @@ async function main() {
     console.log(
       `delivery: ${MESSAGES} messages one after another (after ${WARMUP} unmeasured), request -> each socket`,
     )
-    console.log(deliveryLine('  (a) baseline bare ws', baseline.delivery, baseline.deliveryLoad))
-    console.log(deliveryLine('  (b) POST /api/message', service.delivery, service.deliveryLoad))
+    console.log(deliveryLine('  (a) baseline bare ws', baseline))
+    console.log(deliveryLine('  (b) POST /api/message', service))
     const deliveryRatio = service.delivery.p99 / baseline.delivery.p99
     console.log(
       `      ratio b/a: p50 ${(service.delivery.p50 / baseline.delivery.p50).toFixed(2)}, p99 ${deliveryRatio.toFixed(2)}`,
