@@ -452,6 +452,9 @@ async function startBareServer() {
       res.writeHead(201, { 'content-type': 'application/json' }).end('{}')
     })
   })
+  // Idle keep-alive connections kept as long as the app keeps them (72 s): with Node's 5 s, a post
+  // could go out on a connection the server was closing (ECONNRESET), the fan-outs delaying timers.
+  server.keepAliveTimeout = 72_000
   const wss = new WebSocketServer({ server, perMessageDeflate: false, maxPayload: 64 * 1024 })
   wss.on('connection', (ws) => ws.on('error', () => {}))
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
