@@ -135,8 +135,14 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
   } satisfies Realtime)
 
   // Upgrades to /app/{key} are taken straight from the HTTP server, before any route or hook: a
-  // socket then holds no request, reply or logger for its whole life (about 5 KiB each).
-  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, perMessageDeflate: false })
+  // socket then holds no request, reply or logger for its whole life (about 5 KiB each). The hub
+  // keeps the sockets: ws's own list (clientTracking) would hold a second entry and a listener each.
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: MAX_FRAME_BYTES,
+    perMessageDeflate: false,
+    clientTracking: false,
+  })
   const originAllowed = createOriginPolicy(options.allowedOrigins)
   const clientAddress = createClientAddress(config.trustedProxies)
   const addressSlots = createAddressSlots(options.maxConnectionsPerAddress)
@@ -155,15 +161,15 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
     // Read from the request here: no closure a socket keeps may reach it (it would stay in memory).
     const origin = request.headers.origin
     const address = clientAddress(request)
-    wss.handleUpgrade(request, socket, head, (ws) => admit(ws, key, origin, address))
+    wss.handleUpgrade(request, socket, head, (ws) => admit(ws, socket, key, origin, address))
   }
-  const admit = (ws: WebSocket, key: string, origin: string | undefined, address: string) => {
+  const admit = (ws: WebSocket, socket: Duplex, key: string, origin: string | undefined, address: string) => {
     if (key !== options.key) return refuse(ws, PusherError.appNotFound)
     // 4009 as Reverb's allowed_origins: pusher-js then stops, where a failed handshake is retried.
     if (!originAllowed(origin)) return refuse(ws, PusherError.originNotAllowed)
-    if (!addressSlots.take(address)) return refuse(ws, PusherError.overQuota)
-    ws.once('close', () => addressSlots.release(address))
-    hub.accept(ws)
+    const slot = addressSlots.take(address)
+    if (!slot) return refuse(ws, PusherError.overQuota)
+    hub.accept(ws, socket, slot)
   }
   app.server.on('upgrade', onUpgrade)
   // From the stop signal on, new sockets are refused and the open ones let go in turns (the clients
@@ -179,11 +185,16 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
     hub.tick().catch((error: unknown) => app.log.warn({ err: error }, 'realtime: tick failed'))
   }, every)
   timer.unref()
+  // Silent sockets every second: a full instance's pings come a few at a time, not as one long
+  // write every `every` that stalls whatever else is being written.
+  const sweeper = setInterval(() => hub.sweepIdle(), Math.min(every, 1000))
+  sweeper.unref()
   app.addHook('onClose', async () => {
     // Every member who left is announced before the bus and presence close.
     await drain()
     await new Promise<void>((resolve) => wss.close(() => resolve()))
     clearInterval(timer)
+    clearInterval(sweeper)
     await presence.close().catch(availability.failed)
     await bus.close()
   })

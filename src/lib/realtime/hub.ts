@@ -1,4 +1,6 @@
-import type { WebSocket } from 'ws'
+import type { Duplex } from 'node:stream'
+import type { RawData, WebSocket } from 'ws'
+import type { AddressSlot } from './address-slots.ts'
 import type { Delivery, HubNotice, RealtimeBus } from './bus.ts'
 import { createClientEventLimits } from './client-event-limits.ts'
 import { createFrameWriter } from './frame-writer.ts'
@@ -13,6 +15,7 @@ import {
   PusherError,
   RECONNECT_LATER,
 } from './protocol.ts'
+import { SmallMap } from './small-map.ts'
 import {
   type AccessEnded,
   endAccessOn,
@@ -21,12 +24,14 @@ import {
   subscriptionEndedFrame,
 } from './socket-access.ts'
 import { checkSubscription } from './subscription-request.ts'
-import { createWindowCounter } from './window-counter.ts'
 
 /** The synthetic presence channel of users with a live socket on their own user channel. */
 export const ONLINE = '#online'
 
 const MAX_CLIENT_EVENT_BYTES = 10 * 1024
+// Every frame is a text frame, a Buffer's too (one encoded once for a fan-out).
+const TEXT = { binary: false } as const
+const PING = encodeFrame('pusher:ping')
 
 /** What one socket may make this instance do and hold. */
 export interface SocketLimits {
@@ -62,21 +67,41 @@ export interface HubOptions {
 }
 
 interface Subscription {
-  kind: ChannelKind
+  readonly kind: ChannelKind
   /** Presence: the member this socket is. */
-  userId?: string
+  readonly userId?: string
 }
 
+// Public and private subscriptions say nothing of their socket: one record each serves them all.
+const PUBLIC: Subscription = Object.freeze({ kind: 'public' })
+const PRIVATE: Subscription = Object.freeze({ kind: 'private' })
+
+/**
+ * One socket as the hub holds it. What every socket holds is paid 10,000 times on a full instance,
+ * so it is kept to fields: no closures (the socket's listeners are the hub's, shared), no promise,
+ * small containers (docs/realtime.md, "Memory per socket").
+ */
 interface Connection {
   id: string
   ws: WebSocket
-  /** Settles once the socket's close is handled (presence left, member_removed announced). */
-  closed: Promise<void>
-  channels: Map<string, Subscription>
+  /** The connection under `ws`: corked to write two frames at once. */
+  socket: Duplex
+  channels: SmallMap<string, Subscription>
   lastActivity: number
   pinged: boolean
+  /** The socket's frame-rate window (Reverb's rate_limiting): when it opened, and frames in it. */
+  windowStart: number
+  frames: number
   /** Who authorized its channels, and which ones ended (made at the first grant or end). */
-  access?: SocketAccess
+  access: SocketAccess | undefined
+  /** Its address's slot, given back at its close. */
+  slot: AddressSlot | undefined
+}
+
+/** The sockets of one channel on this instance, and the channel's name for their records to share. */
+interface Occupants {
+  channel: string
+  sockets: Set<Connection>
 }
 
 /**
@@ -86,18 +111,23 @@ interface Connection {
 export function createHub(options: HubOptions) {
   const { bus, presence, log, limits } = options
   const sockets = new Map<string, Connection>()
-  const subscribers = new Map<string, Set<Connection>>()
+  const connectionOf = new WeakMap<WebSocket, Connection>()
+  const subscribers = new Map<string, Occupants>()
   // The members this instance's subscribers were told of, per presence channel.
   const announced = new Map<string, Set<string>>()
   let draining = false
   let drained: Promise<void> | undefined
+  // Sockets accepted whose close is not yet handled (presence left, member_removed announced),
+  // and who waits for there to be none (the drain).
+  let unhandled = 0
+  let allHandled: (() => void) | undefined
 
-  const frameCounts = createWindowCounter(limits.messageRateLimit.decaySeconds * 1000)
+  const frameWindowMs = limits.messageRateLimit.decaySeconds * 1000
   const clientEventLimits = createClientEventLimits()
 
-  const send = (conn: Connection, frame: string) => {
+  const send = (conn: Connection, frame: string | Buffer) => {
     if (conn.ws.readyState !== conn.ws.OPEN) return
-    conn.ws.send(frame)
+    conn.ws.send(frame, TEXT)
     // A client that stops reading would have every frame queued for it: past the bound it is closed
     // (its close frame waits behind the backlog; ws cuts it 30 s later), and nothing more is queued.
     if (conn.ws.bufferedAmount > limits.maxBufferedBytes) conn.ws.close(NOT_READING.code, NOT_READING.message)
@@ -119,11 +149,19 @@ export function createHub(options: HubOptions) {
     if (conn.access && !conn.access.mayJoin(channel)) return send(conn, errorFrame(PusherError.unauthorized))
     if (conn.channels.size >= limits.maxChannelsPerConnection)
       return send(conn, errorFrame(PusherError.tooManyChannels))
-    const subscription: Subscription = member ? { kind, userId: member.userId } : { kind }
-    conn.channels.set(channel, subscription)
-    const set = subscribers.get(channel) ?? new Set()
-    subscribers.set(channel, set)
-    set.add(conn)
+    const subscription: Subscription = member
+      ? { kind, userId: member.userId }
+      : kind === 'public'
+        ? PUBLIC
+        : PRIVATE
+    let occupants = subscribers.get(channel)
+    if (!occupants) {
+      occupants = { channel, sockets: new Set() }
+      subscribers.set(channel, occupants)
+    }
+    // The name the channel's other subscriptions use, rather than this frame's copy of it.
+    conn.channels.set(occupants.channel, subscription)
+    occupants.sockets.add(conn)
 
     const owner = options.userOfChannel(channel)
     if (owner) await orElse(local.joined(ONLINE, owner, null), () => false)
@@ -160,9 +198,9 @@ export function createHub(options: HubOptions) {
     if (!subscription) return
     conn.channels.delete(channel)
     conn.access?.left(channel)
-    const set = subscribers.get(channel)
-    set?.delete(conn)
-    if (set?.size === 0) {
+    const occupants = subscribers.get(channel)
+    occupants?.sockets.delete(conn)
+    if (occupants?.sockets.size === 0) {
       subscribers.delete(channel)
       announced.delete(channel)
       missingSince.delete(channel)
@@ -242,15 +280,54 @@ export function createHub(options: HubOptions) {
 
   async function onClose(conn: Connection) {
     sockets.delete(conn.id)
-    frameCounts.forget(conn.id)
     for (const channel of [...conn.channels.keys()]) await unsubscribe(conn, channel)
   }
+
+  /** Counts a frame in the socket's window (Laravel's RateLimiter: a window opens at its first frame). */
+  const countFrame = (conn: Connection, now: number): number => {
+    if (now - conn.windowStart >= frameWindowMs) {
+      conn.windowStart = now
+      conn.frames = 0
+    }
+    return ++conn.frames
+  }
+
+  // The listeners of every socket: shared, each finds its socket's record from the socket (`this`).
+  function onSocketMessage(this: WebSocket, raw: RawData) {
+    const conn = connectionOf.get(this)
+    if (!conn) return
+    const hit = countFrame(conn, Date.now())
+    const { maxAttempts } = limits.messageRateLimit
+    if (hit > maxAttempts) {
+      // Dropped unread. Told once per window, so a flood gets no flood of answers.
+      if (hit === maxAttempts + 1) send(conn, errorFrame(PusherError.rateLimited))
+      return
+    }
+    onMessage(conn, raw.toString()).catch((error: unknown) =>
+      log.warn({ err: error }, 'socket message failed'),
+    )
+  }
+  function onSocketPong(this: WebSocket) {
+    const conn = connectionOf.get(this)
+    if (conn) conn.lastActivity = Date.now()
+  }
+  function onSocketClose(this: WebSocket) {
+    const conn = connectionOf.get(this)
+    if (!conn) return
+    conn.slot?.release()
+    onClose(conn)
+      .catch((error: unknown) => log.warn({ err: error }, 'socket close failed'))
+      .finally(() => {
+        if (--unhandled === 0) allHandled?.()
+      })
+  }
+  const ignoreError = () => {}
 
   /** Sends a delivery to this instance's subscribers; keeps the presence lists they were told. */
   function deliver(delivery: Delivery) {
     for (const channel of delivery.channels) {
-      const set = subscribers.get(channel)
-      if (!set) continue
+      const occupants = subscribers.get(channel)
+      if (!occupants) continue
       if (
         delivery.event === 'pusher_internal:member_added' ||
         delivery.event === 'pusher_internal:member_removed'
@@ -261,8 +338,11 @@ export function createHub(options: HubOptions) {
         if (delivery.event.endsWith('added')) known.add(userId)
         else known.delete(userId)
       }
-      const frame = encodeFrame(delivery.event, delivery.data, channel, delivery.userId)
-      for (const conn of set) if (conn.id !== delivery.except) writer.push(conn, frame)
+      // Encoded once for all its sockets: each write then copies no string into bytes.
+      const frame = Buffer.from(encodeFrame(delivery.event, delivery.data, channel, delivery.userId))
+      const targets: Connection[] = []
+      for (const conn of occupants.sockets) if (conn.id !== delivery.except) targets.push(conn)
+      writer.pushAll(targets, frame)
     }
     writer.flush()
   }
@@ -350,7 +430,12 @@ export function createHub(options: HubOptions) {
   async function closeAll() {
     draining = true
     const all = [...sockets.values()]
-    const handled = Promise.all(all.map((conn) => conn.closed))
+    const handled =
+      unhandled === 0
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => {
+            allHandled = resolve
+          })
     const spreadMs = options.drainSeconds * 1000
     await Promise.all(
       all.map(
@@ -368,8 +453,12 @@ export function createHub(options: HubOptions) {
     )
     // A client that never answers the close frame: ws ends it after its own 30 s, which the
     // listener's close would wait for; it is cut after 3 s instead.
-    await Promise.race([handled, new Promise((resolve) => setTimeout(resolve, 3000).unref())])
+    const within = (ms: number) =>
+      Promise.race([handled, new Promise((resolve) => setTimeout(resolve, ms).unref())])
+    await within(3000)
     for (const conn of all) if (conn.ws.readyState !== conn.ws.CLOSED) conn.ws.terminate()
+    // The closes of those cut are handled too before the caller closes the presence store and the bus.
+    await within(1000)
   }
 
   /** Pings a socket silent for the activity timeout, and closes one still silent a timeout later. */
@@ -380,16 +469,27 @@ export function createHub(options: HubOptions) {
       if (silent > 2 * timeout) conn.ws.close(PusherError.pongTimeout.code, PusherError.pongTimeout.message)
       else if (silent > timeout && !conn.pinged) {
         conn.pinged = true
-        send(conn, encodeFrame('pusher:ping'))
-        // A WebSocket ping too: proxies (nginx) see traffic and keep the connection.
-        conn.ws.ping()
+        // Both frames in one write: on a full instance many sockets fall silent together.
+        conn.socket.cork()
+        try {
+          send(conn, PING)
+          // A WebSocket ping too: proxies (nginx) see traffic and keep the connection.
+          conn.ws.ping()
+        } finally {
+          conn.socket.uncork()
+        }
       }
     }
   }
 
   return {
-    /** Takes a new socket: connection_established, or 4004 when this instance is full. */
-    accept(ws: WebSocket) {
+    /**
+     * Takes a new socket (`ws`, over the upgraded `socket`): connection_established, or 4004 when
+     * this instance is full. `slot`, its address's, is given back when the socket closes (refused or not).
+     */
+    accept(ws: WebSocket, socket: Duplex, slot?: AddressSlot) {
+      const refused = draining || sockets.size >= options.maxConnections
+      if (refused && slot) ws.once('close', () => slot.release())
       if (draining) {
         ws.close(RECONNECT_LATER.code, RECONNECT_LATER.message)
         return
@@ -399,40 +499,26 @@ export function createHub(options: HubOptions) {
         ws.close(PusherError.overQuota.code, PusherError.overQuota.message)
         return
       }
-      let handled: () => void = () => {}
       const conn: Connection = {
         id: newSocketId(),
         ws,
-        closed: new Promise<void>((resolve) => {
-          handled = resolve
-        }),
-        channels: new Map(),
+        socket,
+        channels: new SmallMap(),
         lastActivity: Date.now(),
         pinged: false,
+        windowStart: Number.NEGATIVE_INFINITY,
+        frames: 0,
+        access: undefined,
+        slot,
       }
       sockets.set(conn.id, conn)
+      connectionOf.set(ws, conn)
+      unhandled++
       // Handlers first, before anything is awaited, so no early frame is lost.
-      ws.on('message', (raw) => {
-        const hit = frameCounts.take(conn.id, Date.now())
-        const { maxAttempts } = limits.messageRateLimit
-        if (hit > maxAttempts) {
-          // Dropped unread. Told once per window, so a flood gets no flood of answers.
-          if (hit === maxAttempts + 1) send(conn, errorFrame(PusherError.rateLimited))
-          return
-        }
-        onMessage(conn, raw.toString()).catch((error: unknown) =>
-          log.warn({ err: error }, 'socket message failed'),
-        )
-      })
-      ws.on('pong', () => {
-        conn.lastActivity = Date.now()
-      })
-      ws.on('close', () => {
-        onClose(conn)
-          .catch((error: unknown) => log.warn({ err: error }, 'socket close failed'))
-          .finally(handled)
-      })
-      ws.on('error', () => {})
+      ws.on('message', onSocketMessage)
+      ws.on('pong', onSocketPong)
+      ws.on('close', onSocketClose)
+      ws.on('error', ignoreError)
       send(
         conn,
         encodeFrame('pusher:connection_established', {
@@ -454,7 +540,7 @@ export function createHub(options: HubOptions) {
 
     /** This instance's occupied channels with their socket counts. */
     channels(): Map<string, number> {
-      return new Map([...subscribers].map(([channel, set]) => [channel, set.size]))
+      return new Map([...subscribers].map(([channel, occupants]) => [channel, occupants.sockets.size]))
     },
 
     /** Users present on a presence channel (any instance; this one's alone while the store fails). */
@@ -486,10 +572,14 @@ export function createHub(options: HubOptions) {
       return bytes
     },
 
-    /** The periodic work: idle sockets, presence records kept alive, crashed instances' members dropped. */
+    /**
+     * Pings the sockets silent for the activity timeout, closes those silent for twice as long. Run
+     * often (every second): each run then pings the few that fell silent since the last one.
+     */
+    sweepIdle: (now = Date.now()) => sweepIdle(now),
+
+    /** The periodic work: presence records kept alive, crashed instances' members dropped. */
     async tick(now = Date.now()) {
-      sweepIdle(now)
-      frameCounts.prune(now)
       clientEventLimits.prune(now)
       try {
         await presence.heartbeat()

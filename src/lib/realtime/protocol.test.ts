@@ -410,6 +410,8 @@ describe('REVERB_APP_ACTIVITY_TIMEOUT=1', () => {
     // autoPong off: neither answers WebSocket-level pings, only what the test sends
     const silent = await connect(quick, { autoPong: false })
     const answering = await connect(quick, { autoPong: false })
+    let webSocketPings = 0
+    answering.ws.on('ping', () => webSocketPings++)
     const connectedAt = Date.now()
     expect(silent.frames[0]?.data).toMatchObject({ activity_timeout: 1 })
     answering.ws.on('message', (raw) => {
@@ -429,6 +431,8 @@ describe('REVERB_APP_ACTIVITY_TIMEOUT=1', () => {
     expect(answering.since(0, 'pusher:ping').length).toBeGreaterThanOrEqual(2)
     expect(answering.open).toBe(true)
     expect(answering.closedWith).toBeUndefined()
+    // Each time both: the pusher:ping frame and a WebSocket ping (for proxies).
+    expect(webSocketPings).toBe(answering.since(0, 'pusher:ping').length)
   })
 })
 

@@ -1,4 +1,5 @@
 import { channelKind, encodeFrame } from './protocol.ts'
+import { SmallMap } from './small-map.ts'
 
 /** Who authorized a subscription at the auth route: the user, and the session of that request. */
 export interface Authorizer {
@@ -36,6 +37,8 @@ export interface SubscriptionUser {
   owner?: string | null
 }
 
+const NO_USERS: readonly string[] = Object.freeze([])
+
 /**
  * One socket's authorizations, by channel, as the auth route told them (before or after the
  * subscribe frame: they travel different ways), and the channels whose access ended on it: a
@@ -43,14 +46,19 @@ export interface SubscriptionUser {
  * end before it may be joined again.
  */
 export class SocketAccess {
-  private readonly grants = new Map<string, Authorizer>()
+  // Small containers: a socket normally holds a grant or two, from one user (see SmallMap).
+  private readonly grants = new SmallMap<string, Authorizer>()
   private ended: Set<string> | undefined
-  /** Every user who authorized something on this socket (normally one). */
-  readonly users = new Set<string>()
+  private authorizers: readonly string[] = NO_USERS
+
+  /** Every user who authorized something on this socket (normally one), in the order they did. */
+  get users(): readonly string[] {
+    return this.authorizers
+  }
 
   grant(channel: string, by: Authorizer): void {
     this.grants.set(channel, by)
-    this.users.add(by.userId)
+    if (!this.authorizers.includes(by.userId)) this.authorizers = this.authorizers.concat(by.userId)
     this.ended?.delete(channel)
   }
 
@@ -82,7 +90,7 @@ export class SocketAccess {
 
   /** The one user who authorized anything here, if one did: the likely author of a grant still on its way. */
   private onlyUser(): string | undefined {
-    return this.users.size === 1 ? this.users.values().next().value : undefined
+    return this.users.length === 1 ? this.users[0] : undefined
   }
 
   /** The channel's access ended here: its grant goes, and joining it again takes a new one. */
@@ -93,7 +101,7 @@ export class SocketAccess {
   }
 
   /** The channels granted but not (yet) subscribed that `access` covers. */
-  pendingCovered(access: AccessEnded, subscribed: ReadonlyMap<string, unknown>): string[] {
+  pendingCovered(access: AccessEnded, subscribed: { has(channel: string): boolean }): string[] {
     return [...this.grants.keys()].filter(
       (channel) => !subscribed.has(channel) && this.covers(access, channel),
     )
@@ -102,8 +110,8 @@ export class SocketAccess {
 
 /** The socket's side of the hub, as ending access needs it. */
 interface SocketRecord {
-  access?: SocketAccess
-  readonly channels: ReadonlyMap<string, { userId?: string }>
+  access?: SocketAccess | undefined
+  readonly channels: Iterable<[string, { userId?: string }]> & { has(channel: string): boolean }
 }
 
 // Read only: a socket nobody's grant reached, where only what its subscriptions say of their user counts.
@@ -129,7 +137,7 @@ export function endAccessOn(
     socket.access ??= new SocketAccess()
     for (const channel of ending) socket.access.end(channel)
   }
-  const theirs = ended.userId !== undefined && access.users.has(ended.userId)
+  const theirs = ended.userId !== undefined && access.users.includes(ended.userId)
   return { close: ended.closeSockets === true && (theirs || drop.length > 0), drop }
 }
 
