@@ -121,8 +121,10 @@ async function openPostgres(
     // This side's own bound, should the server's not apply: a little after the server's.
     query_timeout: statementMs + 2_000,
   })
-  // An idle client that loses its server must not crash the process; the next query reports it.
+  // A client that loses its server must not crash the process, idle in the pool or checked out
+  // between two statements (a transaction PostgreSQL ended as idle too long): its next query fails.
   pool.on('error', () => {})
+  pool.on('connect', (client) => client.on('error', () => {}))
   pool.on('connect', refuseForGivenUpRequests)
   // A transaction's connect is not a query: Drizzle passes its failure on unwrapped. (pg-pool's own
   // query() connects with a callback.)

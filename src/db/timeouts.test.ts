@@ -49,6 +49,22 @@ describe('PostgreSQL time-outs', () => {
     expect(databaseFailureOf(error)).toBe('timed-out')
   })
 
+  it('a transaction left idle past the idle-transaction time-out fails as the database unavailable; the process and the pool carry on', async () => {
+    const database = await open({ timeouts: { ...DEFAULT_DATABASE_TIMEOUTS, statementMs: 300 } })
+    const error = await database.db
+      .transaction(async (tx) => {
+        await tx.execute(sql`select 1`)
+        // PostgreSQL ends the session meanwhile: the checked-out client hears of it between statements.
+        await new Promise((resolve) => setTimeout(resolve, 1_000))
+        await tx.execute(sql`select 2`)
+      })
+      .catch((e: unknown) => e)
+    expect(databaseFailureOf(error)).toBe('unavailable')
+    const [row] = ((await database.db.execute(sql`select 3 as n`)) as unknown as { rows: { n: number }[] })
+      .rows
+    expect(row?.n).toBe(3)
+  })
+
   it('gives up waiting for a pooled connection after the pool wait, as the database unavailable', async () => {
     const database = await open({ poolSize: 1, timeouts: { ...DEFAULT_DATABASE_TIMEOUTS, poolWaitMs: 300 } })
     // Drizzle's queries start when awaited: `then` sends it now.
