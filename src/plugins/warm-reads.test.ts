@@ -1,6 +1,4 @@
-import { randomBytes } from 'node:crypto'
 import { request } from 'node:http'
-import { Redis } from 'ioredis'
 import { beforeEach, describe, expect, it } from 'vitest'
 import { buildTestApp, SPA_ORIGIN, type TestApp } from '../../test/helpers/build-test-app.ts'
 import { minutes } from '../../test/helpers/clock.ts'
@@ -8,6 +6,7 @@ import { signedInClient } from '../../test/helpers/factories.ts'
 import { memoryLog } from '../../test/helpers/memory-log.ts'
 import { parseSamples, sampleValue } from '../../test/helpers/prometheus.ts'
 import { upstreamEnv } from '../../test/helpers/proxy.ts'
+import { withTwoInstances } from '../../test/helpers/two-instances.ts'
 import { appUnderTest, fakeUpstreamUnderTest } from '../../test/helpers/under-test.ts'
 
 /**
@@ -289,25 +288,12 @@ describe('while the instance drains', () => {
 const redisUrl = process.env.TEST_REDIS_URL
 // Joins the run when it has a Redis (CI's PostgreSQL + Redis run): the lane as a multi-instance deployment has it.
 describe.each(redisUrl ? ['redis'] : [])('with %s, two instances', () => {
-  async function twoInstances(use: (a: TestApp, b: TestApp) => Promise<void>) {
-    // A key space of this test's own, so parallel test files sharing the Redis are left alone.
-    const keyPrefix = `test:${randomBytes(4).toString('hex')}:`
-    const connect = () => new Redis(redisUrl ?? '', { keyPrefix })
-    const env = { ...upstreamEnv(fake.url), PROXY_READS_PER_MINUTE: String(READS_PER_MINUTE) }
-    const a = await buildTestApp({ env, redis: connect() })
-    const b = await buildTestApp({ env, redis: connect(), database: a.database })
-    const cleaner = connect()
-    try {
-      await use(a, b)
-    } finally {
-      // b shares a's database, which closing an app closes: b first, then a.
-      await b.app.close().catch(() => {})
-      await a.close()
-      const keys = await cleaner.keys(`${keyPrefix}*`)
-      if (keys.length > 0) await cleaner.del(...keys.map((key) => key.slice(keyPrefix.length)))
-      await cleaner.quit()
-    }
-  }
+  const twoInstances = (use: (a: TestApp, b: TestApp) => Promise<void>) =>
+    withTwoInstances(
+      redisUrl ?? '',
+      { ...upstreamEnv(fake.url), PROXY_READS_PER_MINUTE: String(READS_PER_MINUTE) },
+      use,
+    )
   const readOn = async (instance: TestApp, path: string, cookie: string) => {
     const before = instance.app.warmReads.served
     const res = await fetch(`${instance.baseUrl}${path}`, { headers: { cookie } })

@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto'
 import { request } from 'node:http'
 import { createServer } from 'node:net'
-import { Redis } from 'ioredis'
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { buildTestApp } from '../../../test/helpers/build-test-app.ts'
 import { type ClientResponse, TestClient } from '../../../test/helpers/client.ts'
 import { signedInClient } from '../../../test/helpers/factories.ts'
 import type { FakeUpstream } from '../../../test/helpers/fake-upstream.ts'
 import { UPSTREAM_TOKEN, upstreamEnv } from '../../../test/helpers/proxy.ts'
+import { withTwoInstances } from '../../../test/helpers/two-instances.ts'
 import { appUnderTest, fakeUpstreamUnderTest } from '../../../test/helpers/under-test.ts'
 
 /**
@@ -301,13 +301,7 @@ const redisUrl = process.env.TEST_REDIS_URL
 // Joins the run when it has a Redis (CI's PostgreSQL+Redis run), as the rate-limit tests do.
 describe.each(redisUrl ? ['redis'] : [])('with %s, two instances', () => {
   it('share one cache: a write through instance A clears the read cached by instance B', async () => {
-    // A key space of this test's own, so parallel test files sharing the Redis are left alone.
-    const keyPrefix = `test:${randomBytes(4).toString('hex')}:`
-    const connect = () => new Redis(redisUrl ?? '', { keyPrefix })
-    const a = await buildTestApp({ env: upstreamEnv(fake.url), redis: connect() })
-    const b = await buildTestApp({ env: upstreamEnv(fake.url), redis: connect(), database: a.database })
-    const cleaner = connect()
-    try {
+    await withTwoInstances(redisUrl ?? '', upstreamEnv(fake.url), async (a, b) => {
       const { user, password } = await signedInClient(a)
       const onA = new TestClient(a.baseUrl)
       const onB = new TestClient(b.baseUrl)
@@ -324,13 +318,6 @@ describe.each(redisUrl ? ['redis'] : [])('with %s, two instances', () => {
       const afterWrite = await onB.get('/api/strategies')
       expect(afterWrite.headers.get('x-cache')).toBe('MISS')
       expect(fake.callsTo('GET', '/strategies')).toHaveLength(2)
-    } finally {
-      // b shares a's database, which closing an app closes: b first, then a.
-      await b.app.close().catch(() => {})
-      await a.close()
-      const keys = await cleaner.keys(`${keyPrefix}*`)
-      if (keys.length > 0) await cleaner.del(...keys.map((key) => key.slice(keyPrefix.length)))
-      await cleaner.quit()
-    }
+    })
   })
 })
