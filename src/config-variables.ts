@@ -470,7 +470,8 @@ const upstream = area('Upstream, proxy and cache', {
   }),
   CACHE_MAX_MB: number(POSITIVE_6, {
     fallback: 64,
-    description: 'Memory bound of the in-process cache (unused when `REDIS_URL` is set).',
+    description:
+      'Memory bound of the in-process cache. With `REDIS_URL`: of the near copies of entries only a TTL ends, and, apart, of what an instance keeps while Redis does not answer.',
   }),
 })
 
