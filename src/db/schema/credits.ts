@@ -10,6 +10,7 @@ import {
   uniqueIndex,
   varchar,
 } from 'drizzle-orm/pg-core'
+import { aiCalls } from './ai.ts'
 import { users } from './users.ts'
 
 // Credits are exact decimals; numeric reads back as a string, presenters turn it into a JSON number.
@@ -33,9 +34,58 @@ export const creditAccounts = pgTable(
     createdAt: at('created_at').notNull(),
     updatedAt: at('updated_at').notNull(),
   },
+  // No check on balance - held: a refund or a dispute can take back credits already spent or held
+  // (ledger.service's append keeps every other debit within the spendable credits).
+  (t) => [check('credit_accounts_held_non_negative', sql`${t.held} >= 0`)],
+)
+
+/** Ledger kinds that take back paid credits whatever is left: the balance may go below zero. */
+export const REVERSAL_KINDS = ['refund', 'dispute_withheld'] as const
+
+export const PURCHASE_STATUSES = ['pending', 'paid', 'rejected'] as const
+export type PurchaseStatus = (typeof PURCHASE_STATUSES)[number]
+export const DISPUTE_STATUSES = ['open', 'won', 'lost'] as const
+export type DisputeStatus = (typeof DISPUTE_STATUSES)[number]
+
+/**
+ * One Stripe Checkout purchase: recorded when the checkout starts (what was offered, at what
+ * price), paid when the webhook says so and the amount matches, then refunded or disputed in part
+ * or whole. The ledger rows it causes point back here (credit_transactions.purchase_id).
+ */
+export const creditPurchases = pgTable(
+  'credit_purchases',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedByDefaultAsIdentity(),
+    userId: bigint('user_id', { mode: 'number' })
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    checkoutSessionId: varchar('checkout_session_id', { length: 255 }).notNull(),
+    paymentIntentId: varchar('payment_intent_id', { length: 255 }),
+    packageId: varchar('package_id', { length: 64 }).notNull(),
+    credits: credits('credits').notNull(),
+    /** The price in the currency's minor unit (cents), as Stripe counts it. */
+    amount: bigint('amount', { mode: 'number' }).notNull(),
+    currency: varchar('currency', { length: 3 }).notNull(),
+    status: varchar('status', { length: 16 }).$type<PurchaseStatus>().notNull().default('pending'),
+    amountRefunded: bigint('amount_refunded', { mode: 'number' }).notNull().default(0),
+    creditsRefunded: credits('credits_refunded').notNull().default('0'),
+    disputeId: varchar('dispute_id', { length: 255 }),
+    disputeStatus: varchar('dispute_status', { length: 16 }).$type<DisputeStatus>(),
+    creditsDisputed: credits('credits_disputed').notNull().default('0'),
+    paidAt: at('paid_at'),
+    createdAt: at('created_at').notNull(),
+    updatedAt: at('updated_at').notNull(),
+  },
   (t) => [
-    check('credit_accounts_held_non_negative', sql`${t.held} >= 0`),
-    check('credit_accounts_spendable_non_negative', sql`${t.balance} - ${t.held} >= 0`),
+    uniqueIndex('credit_purchases_checkout_session_unique').on(t.checkoutSessionId),
+    uniqueIndex('credit_purchases_payment_intent_unique').on(t.paymentIntentId),
+    index('credit_purchases_user_id_id_index').on(t.userId, t.id),
+    check('credit_purchases_status_valid', sql`${t.status} in ('pending', 'paid', 'rejected')`),
+    check(
+      'credit_purchases_dispute_status_valid',
+      sql`${t.disputeStatus} is null or ${t.disputeStatus} in ('open', 'won', 'lost')`,
+    ),
+    check('credit_purchases_amount_positive', sql`${t.amount} > 0`),
   ],
 )
 
@@ -53,12 +103,28 @@ export const creditTransactions = pgTable(
     reason: text('reason'),
     balanceAfter: credits('balance_after').notNull(),
     adminId: bigint('admin_id', { mode: 'number' }).references(() => users.id, { onDelete: 'set null' }),
+    /** The purchase a `purchase`, `refund`, `dispute_withheld` or `dispute_returned` row belongs to. */
+    purchaseId: bigint('purchase_id', { mode: 'number' }).references(() => creditPurchases.id, {
+      onDelete: 'set null',
+    }),
+    /** The hold a `hold_capture` row settled. */
+    holdId: bigint('hold_id', { mode: 'number' }).references(() => creditHolds.id, { onDelete: 'set null' }),
+    /** The AI answer a `feature_use` row paid for. */
+    aiCallId: bigint('ai_call_id', { mode: 'number' }).references(() => aiCalls.id, { onDelete: 'set null' }),
     createdAt: at('created_at').notNull(),
   },
   (t) => [
     index('credit_transactions_user_id_id_index').on(t.userId, t.id),
+    index('credit_transactions_created_at_index').on(t.createdAt, t.id),
     check('credit_transactions_amount_non_zero', sql`${t.amount} <> 0`),
-    check('credit_transactions_balance_after_non_negative', sql`${t.balanceAfter} >= 0`),
+    // Only a reversal (and the capture of a hold placed before it) may leave the balance below zero;
+    // a credit may leave it below zero too, when it only pays back part of what a reversal took.
+    check(
+      'credit_transactions_balance_after_non_negative',
+      sql`${t.balanceAfter} >= 0 or ${t.amount} > 0 or ${t.kind} in ('refund', 'dispute_withheld', 'hold_capture')`,
+    ),
+    // An AI answer is paid for once.
+    uniqueIndex('credit_transactions_ai_call_unique').on(t.aiCallId).where(sql`${t.kind} = 'feature_use'`),
     // A checkout session is credited once, however often the payment provider retries.
     uniqueIndex('credit_transactions_purchase_reference_unique')
       .on(t.reference)
@@ -92,6 +158,8 @@ export const creditHolds = pgTable(
     index('credit_holds_user_id_id_index').on(t.userId, t.id),
     check('credit_holds_status_valid', sql`${t.status} in ('held', 'captured', 'released')`),
     check('credit_holds_amount_positive', sql`${t.creditsAmount} > 0`),
+    // The expiry sweep's search: the oldest held holds first.
+    index('credit_holds_held_created_at_index').on(t.createdAt).where(sql`${t.status} = 'held'`),
   ],
 )
 
@@ -106,3 +174,4 @@ export const paymentEvents = pgTable('payment_events', {
 export type CreditAccountRow = typeof creditAccounts.$inferSelect
 export type CreditTransactionRow = typeof creditTransactions.$inferSelect
 export type CreditHoldRow = typeof creditHolds.$inferSelect
+export type CreditPurchaseRow = typeof creditPurchases.$inferSelect

@@ -1,4 +1,5 @@
 export * from './activities.ts'
+export * from './admin-audit.ts'
 export * from './ai.ts'
 export * from './chat.ts'
 export * from './credits.ts'

@@ -7,7 +7,18 @@ import {
   creditTransactions,
 } from '../../db/schema/index.ts'
 
-export type LedgerKind = 'purchase' | 'admin_adjustment' | 'package' | 'hold_capture' | 'feature_use'
+export type LedgerKind =
+  | 'purchase'
+  | 'admin_adjustment'
+  | 'package'
+  | 'hold_capture'
+  | 'feature_use'
+  /** Credits taken back for a refunded payment (in proportion to the amount refunded). */
+  | 'refund'
+  /** Credits withheld while the payment is disputed (a chargeback). */
+  | 'dispute_withheld'
+  /** Withheld credits given back: the dispute was won. */
+  | 'dispute_returned'
 
 export interface NewLedgerRow {
   userId: number
@@ -16,6 +27,9 @@ export interface NewLedgerRow {
   reference?: string | null
   reason?: string | null
   adminId?: number | null
+  purchaseId?: number | null
+  holdId?: number | null
+  aiCallId?: number | null
 }
 
 // Decimal strings go to SQL as numeric parameters: the arithmetic is PostgreSQL's, never a float's.
@@ -67,17 +81,26 @@ export function createLedgerRepository({ db }: { db: Db }) {
     },
 
     /**
-     * Adds `amount` (signed) to the balance unless that leaves less than the held credits; answers
-     * the new balance, or undefined when refused.
+     * Adds `amount` (signed) to the balance; answers the new balance, or undefined when refused. A
+     * credit is never refused; a debit is, when it leaves less than the held credits, unless
+     * `anyBalance` (a reversal: the credits go back whatever is left).
      */
-    async addToBalance(userId: number, amount: string, now: Date): Promise<string | undefined> {
+    async addToBalance(
+      userId: number,
+      amount: string,
+      now: Date,
+      anyBalance = false,
+    ): Promise<string | undefined> {
+      const value = numeric(amount)
       const [row] = await db
         .update(creditAccounts)
-        .set({ balance: sql`${creditAccounts.balance} + ${numeric(amount)}`, updatedAt: now })
+        .set({ balance: sql`${creditAccounts.balance} + ${value}`, updatedAt: now })
         .where(
           and(
             eq(creditAccounts.userId, userId),
-            sql`${creditAccounts.balance} + ${numeric(amount)} - ${creditAccounts.held} >= 0`,
+            anyBalance
+              ? undefined
+              : sql`(${value} > 0 or ${creditAccounts.balance} + ${value} - ${creditAccounts.held} >= 0)`,
           ),
         )
         .returning({ balance: creditAccounts.balance })
@@ -96,6 +119,9 @@ export function createLedgerRepository({ db }: { db: Db }) {
           reference: entry.reference ?? null,
           reason: entry.reason ?? null,
           adminId: entry.adminId ?? null,
+          purchaseId: entry.purchaseId ?? null,
+          holdId: entry.holdId ?? null,
+          aiCallId: entry.aiCallId ?? null,
           balanceAfter: entry.balanceAfter,
           createdAt: entry.createdAt,
         })
@@ -129,6 +155,7 @@ const column = (c: { name: string }) => sql.identifier(c.name)
 
 /** The columns of a just-settled hold that its ledger effect reads. */
 interface SettledHold {
+  id: SQLWrapper
   userId: SQLWrapper
   creditsAmount: SQLWrapper
   brokerParentOrderId: SQLWrapper
@@ -206,9 +233,9 @@ export function ledgerStatementParts(db: Db) {
       return db.$with('debit', { id: creditTransactions.id }).as(
         sql`insert into ${creditTransactions} (${column(creditTransactions.userId)}, ${column(creditTransactions.amount)},
           ${column(creditTransactions.kind)}, ${column(creditTransactions.reference)},
-          ${column(creditTransactions.balanceAfter)}, ${column(creditTransactions.createdAt)})
+          ${column(creditTransactions.holdId)}, ${column(creditTransactions.balanceAfter)}, ${column(creditTransactions.createdAt)})
           select ${settled.userId}, -${settled.creditsAmount}, 'hold_capture', ${settled.brokerParentOrderId},
-          ${moved.balance}, ${now} from ${settled}, ${moved} returning ${column(creditTransactions.id)}`,
+          ${settled.id}, ${moved.balance}, ${now} from ${settled}, ${moved} returning ${column(creditTransactions.id)}`,
       )
     },
   }

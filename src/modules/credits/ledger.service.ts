@@ -1,5 +1,5 @@
 import type { Db } from '../../db/client.ts'
-import type { CreditAccountRow, CreditTransactionRow } from '../../db/schema/index.ts'
+import { type CreditAccountRow, type CreditTransactionRow, REVERSAL_KINDS } from '../../db/schema/index.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { creditNumber, creditUnitsToNumber, toCreditUnits } from '../../lib/decimal.ts'
 import { ValidationError } from '../../lib/errors.ts'
@@ -72,7 +72,8 @@ export function createLedgerService({ db, clock }: { db: Db; clock: Clock }) {
     /**
      * Appends a ledger row inside tx (the account must be locked by withLockedAccount): updates the
      * running balance, sets balance_after; a debit that would take spendable (balance - held) below
-     * zero throws ValidationError on `field` (default 'amount').
+     * zero throws ValidationError on `field` (default 'amount'), except a reversal (`refund`,
+     * `dispute_withheld`), which takes its credits back whatever is left, even below zero.
      */
     async append(tx: Db, entry: NewLedgerRow, field = 'amount'): Promise<CreditTransactionRow> {
       if (!EXACT_AMOUNT.test(entry.amount) || Number(entry.amount) === 0) {
@@ -84,7 +85,8 @@ export function createLedgerService({ db, clock }: { db: Db; clock: Clock }) {
       }
       const locked = createLedgerRepository({ db: tx })
       const now = clock.now()
-      const balanceAfter = await locked.addToBalance(entry.userId, entry.amount, now)
+      const reversal = (REVERSAL_KINDS as readonly string[]).includes(entry.kind)
+      const balanceAfter = await locked.addToBalance(entry.userId, entry.amount, now, reversal)
       if (balanceAfter === undefined) {
         const account = await locked.findAccount(entry.userId)
         if (!account) throw new Error('append outside withLockedAccount: the account does not exist')
