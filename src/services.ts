@@ -29,6 +29,7 @@ import { type BillingCatalog, loadBillingCatalog } from './modules/credits/billi
 import { countHoldTransitions } from './modules/credits/holds/holds.metrics.ts'
 import { createHoldsService } from './modules/credits/holds/holds.service.ts'
 import { createLedgerService } from './modules/credits/ledger.service.ts'
+import { countPaymentWebhooks } from './modules/credits/purchases/purchases.metrics.ts'
 import { createPurchasesService } from './modules/credits/purchases/purchases.service.ts'
 import { createStripeGateway } from './modules/credits/purchases/stripe.client.ts'
 import { createEmailVerificationService } from './modules/email-verification/email-verification.service.ts'
@@ -160,7 +161,9 @@ function assembleServices(app: FastifyInstance, config: Config, catalog: Billing
     ledger,
     holds,
     purchases: createPurchasesService({
+      db,
       clock,
+      events,
       catalog,
       ledger,
       users,
@@ -238,6 +241,7 @@ function wireConsequences(
   const { events } = app
   countAiCalls(app.metrics, events)
   countHoldTransitions(app.metrics, events)
+  countPaymentWebhooks(app.metrics, events)
   broadcastChatEvents(app)
   notifyHoldChanges(app)
   endChannelAccessWithItsReason(app)

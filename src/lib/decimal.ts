@@ -44,3 +44,12 @@ export function toCreditUnits(value: string): bigint {
 export function creditUnitsToNumber(units: bigint): number {
   return Number(units) / Number(SCALE)
 }
+
+/** Integer 1/10000 credits as the exact decimal string SQL takes (12345n -> "1.2345"). */
+export function creditUnitsToString(units: bigint): string {
+  const negative = units < 0n
+  const abs = negative ? -units : units
+  const fraction = (abs % SCALE).toString().padStart(CREDIT_SCALE, '0').replace(/0+$/, '')
+  const text = fraction ? `${abs / SCALE}.${fraction}` : `${abs / SCALE}`
+  return negative ? `-${text}` : text
+}

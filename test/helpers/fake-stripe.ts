@@ -18,6 +18,8 @@ export interface RecordedStripeRequest {
  */
 export class FakeStripe {
   readonly requests: RecordedStripeRequest[] = []
+  /** The Checkout Sessions answered, in order (what the app recorded at checkout). */
+  readonly createdSessions: ReturnType<typeof checkoutSession>[] = []
   private server: Server | null = null
   private failures: number[] = []
 
@@ -50,7 +52,11 @@ export class FakeStripe {
             error: { type: 'api_error', message: 'The fake Stripe failed on purpose.' },
           })
         }
-        if (req.method === 'POST' && path === '/v1/checkout/sessions') return send(200, checkoutSession(form))
+        if (req.method === 'POST' && path === '/v1/checkout/sessions') {
+          const session = checkoutSession(form)
+          this.createdSessions.push(session)
+          return send(200, session)
+        }
         send(404, {
           error: { type: 'invalid_request_error', message: `Unrecognized request URL (${path}).` },
         })
@@ -110,6 +116,10 @@ export interface CheckoutEventOptions {
   paymentStatus?: string
   metadata?: Record<string, string>
   clientReferenceId?: string | null
+  /** What was paid, in the currency's minor unit (absent unless given, as on a free session). */
+  amountTotal?: number
+  currency?: string
+  paymentIntent?: string
 }
 
 /** A Stripe event about a Checkout Session, as JSON text, the way Stripe posts it to a webhook. */
@@ -118,8 +128,29 @@ export function checkoutEvent(options: CheckoutEventOptions = {}): {
   sessionId: string
   payload: string
 } {
-  const id = options.eventId ?? `evt_${hex(12)}`
   const sessionId = options.sessionId ?? `cs_test_${hex(12)}`
+  const { id, payload } = stripeEvent(
+    options.type ?? 'checkout.session.completed',
+    {
+      id: sessionId,
+      object: 'checkout.session',
+      mode: 'payment',
+      status: 'complete',
+      payment_status: options.paymentStatus ?? 'paid',
+      client_reference_id: options.clientReferenceId ?? null,
+      metadata: options.metadata ?? {},
+      amount_total: options.amountTotal ?? null,
+      currency: options.currency ?? null,
+      payment_intent: options.paymentIntent ?? `pi_${hex(12)}`,
+    },
+    options.eventId,
+  )
+  return { id, sessionId, payload }
+}
+
+/** Any Stripe event about `object`, as JSON text, the way Stripe posts it to a webhook. */
+export function stripeEvent(type: string, object: Record<string, unknown>, eventId?: string) {
+  const id = eventId ?? `evt_${hex(12)}`
   const payload = JSON.stringify({
     id,
     object: 'event',
@@ -127,20 +158,83 @@ export function checkoutEvent(options: CheckoutEventOptions = {}): {
     created: Math.floor(Date.now() / 1000),
     livemode: false,
     pending_webhooks: 1,
-    type: options.type ?? 'checkout.session.completed',
-    data: {
-      object: {
-        id: sessionId,
-        object: 'checkout.session',
-        mode: 'payment',
-        status: 'complete',
-        payment_status: options.paymentStatus ?? 'paid',
-        client_reference_id: options.clientReferenceId ?? null,
-        metadata: options.metadata ?? {},
-      },
-    },
+    type,
+    data: { object },
   })
-  return { id, sessionId, payload }
+  return { id, payload }
+}
+
+export interface RefundEventOptions {
+  paymentIntent: string
+  /** The charge's amount and how much of it is refunded so far (Stripe's running total). */
+  amount: number
+  amountRefunded: number
+  currency?: string
+  refundId?: string
+  eventId?: string
+}
+
+/** `charge.refunded`: the charge with its running refunded total and its newest refund first. */
+export function refundEvent(options: RefundEventOptions) {
+  const refundId = options.refundId ?? `re_${hex(12)}`
+  const currency = options.currency ?? 'usd'
+  return {
+    refundId,
+    ...stripeEvent(
+      'charge.refunded',
+      {
+        id: `ch_${hex(12)}`,
+        object: 'charge',
+        amount: options.amount,
+        amount_refunded: options.amountRefunded,
+        currency,
+        paid: true,
+        refunded: options.amountRefunded >= options.amount,
+        payment_intent: options.paymentIntent,
+        refunds: {
+          object: 'list',
+          data: [
+            { id: refundId, object: 'refund', amount: options.amountRefunded, currency, status: 'succeeded' },
+          ],
+          has_more: false,
+        },
+      },
+      options.eventId,
+    ),
+  }
+}
+
+export interface DisputeEventOptions {
+  type: 'charge.dispute.created' | 'charge.dispute.closed'
+  paymentIntent: string
+  amount: number
+  currency?: string
+  /** created: `needs_response` unless given; closed: `won`, `lost` or `warning_closed`. */
+  status?: string
+  disputeId?: string
+  eventId?: string
+}
+
+/** `charge.dispute.created` or `charge.dispute.closed` about one dispute of the PaymentIntent's charge. */
+export function disputeEvent(options: DisputeEventOptions) {
+  const disputeId = options.disputeId ?? `dp_${hex(12)}`
+  return {
+    disputeId,
+    ...stripeEvent(
+      options.type,
+      {
+        id: disputeId,
+        object: 'dispute',
+        amount: options.amount,
+        currency: options.currency ?? 'usd',
+        charge: `ch_${hex(12)}`,
+        payment_intent: options.paymentIntent,
+        reason: 'fraudulent',
+        status: options.status ?? 'needs_response',
+      },
+      options.eventId,
+    ),
+  }
 }
 
 /** The `Stripe-Signature` header for `payload`, made by the SDK's own test helper. */

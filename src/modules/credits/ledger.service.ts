@@ -15,7 +15,11 @@ const EXACT_AMOUNT = /^-?\d{1,16}(\.\d{1,4})?$/
 
 /** The 422 for a debit or a hold the spendable credits (balance - held) do not cover. */
 export function insufficientCredits(field: string, spendable: number): ValidationError {
-  return ValidationError.withMessages({ [field]: [`Insufficient credits: ${spendable} spendable.`] })
+  const message =
+    spendable < 0
+      ? `Insufficient credits: ${spendable} spendable, below zero after a refund or a payment dispute.`
+      : `Insufficient credits: ${spendable} spendable.`
+  return ValidationError.withMessages({ [field]: [message] })
 }
 
 export interface HistoryOptions {

@@ -1,11 +1,16 @@
+import type { Db } from '../../../db/client.ts'
 import type { UserRow } from '../../../db/schema/index.ts'
 import type { Clock } from '../../../lib/clock.ts'
 import { toCreditString } from '../../../lib/decimal.ts'
 import { HttpError, notFound } from '../../../lib/errors.ts'
+import type { EventBus } from '../../../lib/events.ts'
+import type { ServiceEvents } from '../../../plugins/events.ts'
 import type { UsersService } from '../../users/users.service.ts'
 import { type BillingCatalog, packageCredits, unitAmount } from '../billing.catalog.ts'
 import { createBillingRepository } from '../billing.repository.ts'
 import type { LedgerService } from '../ledger.service.ts'
+import { createPaymentReversals } from './payment-reversals.ts'
+import { createPurchasesRepository, type NewPurchase } from './purchases.repository.ts'
 import { type CheckoutSession, type StripeEvent, type StripeGateway, verifiedEvent } from './stripe.client.ts'
 
 /** What the service reports about what it did; the caller logs it (no Fastify types here). */
@@ -15,7 +20,10 @@ export interface PurchaseLog {
 }
 
 export interface PurchasesDeps {
+  db: Db
   clock: Clock
+  /** Hears of every webhook delivery handled, with its outcome (the metrics count them). */
+  events: EventBus<ServiceEvents>
   catalog: BillingCatalog
   ledger: LedgerService
   users: UsersService
@@ -26,10 +34,30 @@ export interface PurchasesDeps {
   returnOrigin: string
 }
 
-export type WebhookOutcome = 'credited' | 'duplicate' | 'ignored'
+/** What one webhook delivery did; counted by `payment_webhook_events_total{outcome}`. */
+export const WEBHOOK_OUTCOMES = [
+  'credited',
+  'amount_mismatch',
+  'refunded',
+  'dispute_withheld',
+  'dispute_won',
+  'dispute_lost',
+  'duplicate',
+  'unknown_payment',
+  'ignored',
+] as const
+export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number]
+
+declare module '../../../plugins/events.ts' {
+  interface InternalEvents {
+    /** A payment-provider webhook delivery was handled (signature good); `outcome` says what it did. */
+    PaymentWebhookHandled: { type: string; outcome: WebhookOutcome }
+  }
+}
 
 // The events that say a Checkout Session was paid: at once (card), or later (bank debits and the like).
 const PAID_EVENTS = new Set(['checkout.session.completed', 'checkout.session.async_payment_succeeded'])
+const DISPUTE_EVENTS = new Set(['charge.dispute.created', 'charge.dispute.closed'])
 
 const paymentsNotConfigured = () => new HttpError(503, 'Payments are not configured.')
 const packageNotFound = () => notFound('Credit package not found.')
@@ -37,43 +65,141 @@ const badSignature = () => new HttpError(400, 'Invalid Stripe signature.')
 const providerFailed = () =>
   new HttpError(502, 'The payment provider could not start the checkout. Please try again.')
 
-interface Purchase {
-  userId: number
-  packageId: string
-  credits: string
-}
-
 /**
- * Who bought what, from the session's metadata (ours, set at checkout, and signed into the event):
- * the credits recorded then win over today's catalog, so a price change never alters a paid order.
+ * The purchase a session pays for, as recorded when its checkout started. A session this service
+ * started before purchases were recorded has only its metadata (ours, signed into the event): its
+ * package's catalog price and currency stand in for the record.
  */
-function purchaseOf(session: CheckoutSession, catalog: BillingCatalog): Purchase | null {
+function legacyPurchaseOf(session: CheckoutSession, catalog: BillingCatalog, now: Date): NewPurchase | null {
   const metadata = session.metadata ?? {}
   const userId = Number(metadata.user_id ?? session.client_reference_id)
-  const packageId = metadata.package_id
-  if (!Number.isSafeInteger(userId) || userId < 1 || !packageId) return null
+  const pkg = metadata.package_id ? catalog.findPackage(metadata.package_id) : undefined
+  if (!Number.isSafeInteger(userId) || userId < 1 || !pkg) return null
   const recorded = metadata.credits ? toCreditString(Number(metadata.credits)) : null
-  const pkg = catalog.findPackage(packageId)
-  const credits = recorded && Number(recorded) > 0 ? recorded : pkg ? packageCredits(pkg) : null
-  return credits ? { userId, packageId, credits } : null
+  return {
+    userId,
+    checkoutSessionId: session.id,
+    packageId: pkg.id,
+    credits: recorded && Number(recorded) > 0 ? recorded : packageCredits(pkg),
+    amount: unitAmount(pkg),
+    currency: pkg.currency,
+    createdAt: now,
+  }
 }
 
-/** Buying credits with Stripe Checkout: start a checkout, and credit it when Stripe says it is paid. */
+const idOf = (value: string | { id: string } | null | undefined): string | null =>
+  typeof value === 'string' ? value : (value?.id ?? null)
+
+/**
+ * Buying credits with Stripe Checkout: start a checkout (recording what it offers at what price),
+ * credit it when Stripe says it is paid and the amount matches, and take the credits back when the
+ * payment is refunded or disputed.
+ */
 export function createPurchasesService(deps: PurchasesDeps) {
-  const { clock, catalog, ledger, users, gateway } = deps
+  const { clock, catalog, ledger, users, gateway, events } = deps
+  const purchases = createPurchasesRepository({ db: deps.db })
+  const reversals = createPaymentReversals({ clock, ledger })
+
+  /** A paid Checkout Session: credited once, when what was paid is what the checkout offered. */
+  async function creditPaidSession(event: StripeEvent, log: PurchaseLog): Promise<WebhookOutcome> {
+    const session = event.data.object as CheckoutSession
+    if (session.object !== 'checkout.session' || session.payment_status !== 'paid') return 'ignored'
+    const recorded = await purchases.findBySession(session.id)
+    const legacy = recorded ? null : legacyPurchaseOf(session, catalog, clock.now())
+    const userId = recorded?.userId ?? legacy?.userId
+    // Not ours to credit (another integration's session, or a user since deleted): retrying cannot
+    // help, so Stripe gets its 200 and the log keeps the trace.
+    if (userId === undefined || !(await users.findById(userId))) {
+      log.error({ event_id: event.id, checkout_session: session.id }, 'paid checkout session not credited')
+      return 'unknown_payment'
+    }
+    return ledger.withLockedAccount(userId, async (tx) => {
+      if (!(await recordEvent(tx, event, session.id))) return 'duplicate'
+      const locked = createPurchasesRepository({ db: tx })
+      if (legacy) await locked.record(legacy)
+      const purchase = await locked.findBySession(session.id)
+      if (!purchase) throw new Error(`purchase of checkout session ${session.id} vanished under the lock`)
+      // The account lock orders every delivery for this user; the unique purchase reference backs it.
+      if (
+        purchase.status === 'paid' ||
+        (await createBillingRepository({ db: tx }).purchaseCredited(session.id))
+      ) {
+        return 'duplicate'
+      }
+      const paid = { amount: session.amount_total, currency: session.currency }
+      if (
+        paid.amount !== purchase.amount ||
+        paid.currency?.toLowerCase() !== purchase.currency.toLowerCase()
+      ) {
+        await locked.update(purchase.id, { status: 'rejected' }, clock.now())
+        log.error(
+          {
+            event_id: event.id,
+            checkout_session: session.id,
+            user_id: userId,
+            paid,
+            expected: { amount: purchase.amount, currency: purchase.currency },
+          },
+          'paid amount differs from the checkout: nothing credited',
+        )
+        return 'amount_mismatch'
+      }
+      await ledger.append(tx, {
+        userId,
+        amount: purchase.credits,
+        kind: 'purchase',
+        reference: session.id,
+        reason: `Stripe Checkout: package ${purchase.packageId}`,
+        purchaseId: purchase.id,
+      })
+      await locked.update(
+        purchase.id,
+        { status: 'paid', paymentIntentId: idOf(session.payment_intent), paidAt: clock.now() },
+        clock.now(),
+      )
+      return 'credited'
+    })
+  }
+
+  /** A refund or a dispute of a paid purchase, found by its PaymentIntent. */
+  async function reversePayment(event: StripeEvent, log: PurchaseLog): Promise<WebhookOutcome> {
+    const object = event.data.object as { payment_intent?: string | { id: string } | null }
+    const paymentIntent = idOf(object.payment_intent)
+    const found = paymentIntent ? await purchases.findByPaymentIntent(paymentIntent) : undefined
+    if (!found) {
+      log.error({ event_id: event.id, type: event.type, payment_intent: paymentIntent }, 'payment not found')
+      return 'unknown_payment'
+    }
+    return ledger.withLockedAccount(found.userId, async (tx) => {
+      if (!(await recordEvent(tx, event, found.checkoutSessionId))) return 'duplicate'
+      const purchase = await createPurchasesRepository({ db: tx }).findBySession(found.checkoutSessionId)
+      if (!purchase || purchase.status !== 'paid') return 'ignored'
+      return reversals.apply(tx, purchase, event, log)
+    })
+  }
+
+  /** Records the event as handled, in the change's transaction; false when it already was. */
+  const recordEvent = (tx: Db, event: StripeEvent, checkoutSessionId: string) =>
+    createBillingRepository({ db: tx }).recordPaymentEvent({
+      id: event.id,
+      type: event.type,
+      checkoutSessionId,
+      createdAt: clock.now(),
+    })
 
   return {
     /**
-     * Creates a Checkout Session for one package and answers its URL. 404 for an unknown package,
-     * 503 when payments are not configured, 502 when Stripe fails.
+     * Creates a Checkout Session for one package, records it as a pending purchase, and answers its
+     * URL. 404 for an unknown package, 503 when payments are not configured, 502 when Stripe fails.
      */
     async startCheckout(user: UserRow, packageId: string, log: PurchaseLog): Promise<string> {
       const pkg = catalog.findPackage(packageId)
       if (!pkg) throw packageNotFound()
       if (!gateway) throw paymentsNotConfigured()
       const metadata = { user_id: String(user.id), package_id: pkg.id, credits: packageCredits(pkg) }
+      let session: { id: string; url: string | null }
       try {
-        const session = await gateway.createCheckoutSession({
+        session = await gateway.createCheckoutSession({
           mode: 'payment',
           line_items: [
             {
@@ -93,18 +219,27 @@ export function createPurchasesService(deps: PurchasesDeps) {
           cancel_url: `${deps.returnOrigin}/billing?checkout=cancelled`,
         })
         if (!session.url) throw new Error(`checkout session ${session.id} has no url`)
-        log.info({ checkout_session: session.id, user_id: user.id, package_id: pkg.id }, 'checkout started')
-        return session.url
       } catch (error) {
         log.error({ err: error, user_id: user.id, package_id: pkg.id }, 'stripe checkout failed')
         throw providerFailed()
       }
+      await purchases.record({
+        userId: user.id,
+        checkoutSessionId: session.id,
+        packageId: pkg.id,
+        credits: packageCredits(pkg),
+        amount: unitAmount(pkg),
+        currency: pkg.currency,
+        createdAt: clock.now(),
+      })
+      log.info({ checkout_session: session.id, user_id: user.id, package_id: pkg.id }, 'checkout started')
+      return session.url
     },
 
     /**
-     * Handles one webhook delivery: 400 unless the signature over the raw body is Stripe's. A paid
-     * Checkout Session is credited once per event id and once per session, in one transaction with
-     * the record of the event, however often (or however concurrently) Stripe delivers it.
+     * Handles one webhook delivery: 400 unless the signature over the raw body is Stripe's. Each
+     * event is handled once, in one transaction with the record of the event and under the buyer's
+     * account lock, however often (or however concurrently) Stripe delivers it.
      */
     async handleWebhook(
       rawBody: Buffer,
@@ -118,40 +253,14 @@ export function createPurchasesService(deps: PurchasesDeps) {
       } catch {
         throw badSignature()
       }
-      if (!PAID_EVENTS.has(event.type)) return 'ignored'
-      const session = event.data.object as CheckoutSession
-      if (session.object !== 'checkout.session' || session.payment_status !== 'paid') return 'ignored'
-      const purchase = purchaseOf(session, catalog)
-      // Not ours to credit (another integration's session, or a user since deleted): retrying cannot
-      // help, so Stripe gets its 200 and the log keeps the trace.
-      if (!purchase || !(await users.findById(purchase.userId))) {
-        log.error({ event_id: event.id, checkout_session: session.id }, 'paid checkout session not credited')
-        return 'ignored'
+      let outcome: WebhookOutcome = 'ignored'
+      if (PAID_EVENTS.has(event.type)) outcome = await creditPaidSession(event, log)
+      else if (event.type === 'charge.refunded' || DISPUTE_EVENTS.has(event.type)) {
+        outcome = await reversePayment(event, log)
       }
-      const outcome = await ledger.withLockedAccount(purchase.userId, async (tx) => {
-        const billing = createBillingRepository({ db: tx })
-        const fresh = await billing.recordPaymentEvent({
-          id: event.id,
-          type: event.type,
-          checkoutSessionId: session.id,
-          createdAt: clock.now(),
-        })
-        // The account lock orders every delivery for this user, so this check cannot race; the
-        // unique purchase reference backs it anyway.
-        if (!fresh || (await billing.purchaseCredited(session.id))) return 'duplicate' as const
-        await ledger.append(tx, {
-          userId: purchase.userId,
-          amount: purchase.credits,
-          kind: 'purchase',
-          reference: session.id,
-          reason: `Stripe Checkout: package ${purchase.packageId}`,
-        })
-        return 'credited' as const
-      })
-      log.info(
-        { event_id: event.id, checkout_session: session.id, user_id: purchase.userId, outcome },
-        'stripe webhook handled',
-      )
+      events.emit('PaymentWebhookHandled', { type: event.type, outcome })
+      if (outcome !== 'ignored')
+        log.info({ event_id: event.id, type: event.type, outcome }, 'stripe webhook handled')
       return outcome
     },
   }

@@ -37,11 +37,16 @@ async function deliver(app: TestApp, payload: string, signature?: string) {
 
 const signed = (payload: string) => signatureFor(payload, WEBHOOK_SECRET)
 
-/** A paid checkout.session.completed event for `userId` buying `packageId`. */
+// config/billing.json's prices, in cents, as Checkout charges them.
+const PRICES: Record<string, number> = { starter: 900, pro: 4900, desk: 9900 }
+
+/** A paid checkout.session.completed event for `userId` buying `packageId`, at its price. */
 const paidEvent = (userId: number, packageId = 'starter', extra: Parameters<typeof checkoutEvent>[0] = {}) =>
   checkoutEvent({
     metadata: { user_id: String(userId), package_id: packageId },
     clientReferenceId: String(userId),
+    amountTotal: PRICES[packageId] ?? 100,
+    currency: 'usd',
     ...extra,
   })
 
@@ -167,7 +172,14 @@ describe(`POST ${WEBHOOK}`, () => {
       credits: String(form['metadata[credits]']),
     }
     expect(metadata).toEqual({ user_id: String(user.id), package_id: 'desk', credits: '1500' })
-    const event = checkoutEvent({ metadata, clientReferenceId: String(user.id) })
+    const started = stripe.createdSessions.at(-1)
+    const event = checkoutEvent({
+      sessionId: started?.id,
+      metadata,
+      clientReferenceId: String(user.id),
+      amountTotal: 9900,
+      currency: 'usd',
+    })
     expect((await deliver(t, event.payload, signed(event.payload))).status).toBe(200)
     expect(await balanceOf(client)).toBe(1500)
   })
