@@ -140,6 +140,7 @@ describe('GET /metrics', () => {
       [`${P}realtime_buffered_bytes`]: 'gauge',
       [`${P}realtime_messages_dropped_total`]: 'counter',
       [`${P}credit_hold_transitions_total`]: 'counter',
+      [`${P}payment_webhook_events_total`]: 'counter',
       [`${P}ai_calls_total`]: 'counter',
       [`${P}ai_tokens_total`]: 'counter',
       // PGlite is one in-process connection: no pool series.

@@ -1,0 +1,421 @@
+import { randomBytes } from 'node:crypto'
+import { eq } from 'drizzle-orm'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { TestApp } from '../../../../test/helpers/build-test-app.ts'
+import type { TestClient } from '../../../../test/helpers/client.ts'
+import { signedInClient } from '../../../../test/helpers/factories.ts'
+import {
+  checkoutEvent,
+  disputeEvent,
+  FakeStripe,
+  refundEvent,
+  signatureFor,
+} from '../../../../test/helpers/fake-stripe.ts'
+import { memoryLog } from '../../../../test/helpers/memory-log.ts'
+import { parseSamples, sampleValue } from '../../../../test/helpers/prometheus.ts'
+import { appUnderTest } from '../../../../test/helpers/under-test.ts'
+import { creditPurchases, creditTransactions } from '../../../db/schema/index.ts'
+import { auditLedger } from '../ledger-audit.ts'
+
+const WEBHOOK_SECRET = 'whsec_test_secret_for_reversals'
+const METRICS_TOKEN = `metrics-${randomBytes(8).toString('hex')}`
+const log = memoryLog()
+
+let stripe: FakeStripe
+beforeAll(async () => {
+  stripe = await new FakeStripe().start()
+})
+afterAll(async () => {
+  await stripe?.stop()
+})
+const t = appUnderTest(() => ({
+  env: {
+    STRIPE_SECRET_KEY: 'sk_test_fake_key_for_reversals',
+    STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
+    STRIPE_API_BASE: stripe.url,
+    METRICS_TOKEN,
+  },
+  loggerInstance: log.logger,
+}))
+
+/** Posts a signed webhook delivery as Stripe does: raw JSON, no cookies, no CSRF token. */
+async function deliver(app: TestApp, payload: string) {
+  const res = await fetch(`${app.baseUrl}/payments/buy-credits/webhook`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json; charset=utf-8',
+      'stripe-signature': signatureFor(payload, WEBHOOK_SECRET),
+    },
+    body: payload,
+  })
+  return { status: res.status, data: await res.json() }
+}
+
+async function deliverOk(payload: string) {
+  expect(await deliver(t, payload)).toEqual({ status: 200, data: { received: true } })
+}
+
+/** The user starts a checkout of `packageId` in the app; answers the session Stripe made. */
+async function startCheckout(client: TestClient, packageId: string) {
+  expect((await client.get(`/buy-credits/${packageId}`)).status).toBe(303)
+  const session = stripe.createdSessions.at(-1)
+  if (!session) throw new Error('no checkout session was created')
+  return { sessionId: session.id, metadata: session.metadata, amount: session.amount_total }
+}
+
+/** A whole purchase: the checkout started in the app, then paid (the amount it offered) and credited. */
+async function buy(client: TestClient, packageId = 'pro') {
+  const { sessionId, metadata, amount } = await startCheckout(client, packageId)
+  const paymentIntent = `pi_${randomBytes(8).toString('hex')}`
+  const paid = checkoutEvent({ sessionId, metadata, amountTotal: amount, currency: 'usd', paymentIntent })
+  await deliverOk(paid.payload)
+  return { sessionId, paymentIntent, amount }
+}
+
+const figures = async (client: TestClient) => {
+  const { data } = await client.get('/api/user')
+  return {
+    available: data.available_credits,
+    held: data.held_credits,
+    spendable: data.credits_available_for_automation,
+  }
+}
+
+const rowsOf = (userId: number) =>
+  t.database.db
+    .select()
+    .from(creditTransactions)
+    .where(eq(creditTransactions.userId, userId))
+    .orderBy(creditTransactions.id)
+
+const purchaseOf = async (sessionId: string) => {
+  const [row] = await t.database.db
+    .select()
+    .from(creditPurchases)
+    .where(eq(creditPurchases.checkoutSessionId, sessionId))
+  return row
+}
+
+async function webhookCounts() {
+  const res = await fetch(`${t.baseUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
+  const samples = parseSamples(await res.text())
+  return (outcome: string) => sampleValue(samples, 'trading_api_payment_webhook_events_total', { outcome })
+}
+
+async function expectLedgerConsistent() {
+  const audit = await auditLedger(t.database.db)
+  expect(audit.failed).toEqual([])
+}
+
+describe('the webhook checks what was paid', () => {
+  it('credits nothing when the amount or the currency differs from the checkout; logs an error, counts it, answers 200', async () => {
+    const { client, user } = await signedInClient(t)
+    const countedBefore = await webhookCounts()
+    for (const [amountTotal, currency] of [
+      [100, 'usd'],
+      [4900, 'eur'],
+      [4901, 'usd'],
+    ] as const) {
+      const { sessionId, metadata } = await startCheckout(client, 'pro')
+      log.text = ''
+      const paid = checkoutEvent({ sessionId, metadata, amountTotal, currency })
+      await deliverOk(paid.payload)
+      // Replayed, the same: nothing.
+      await deliverOk(paid.payload)
+      expect((await purchaseOf(sessionId))?.status).toBe('rejected')
+      const error = log
+        .lines()
+        .find((line) => line.msg === 'paid amount differs from the checkout: nothing credited')
+      expect(error).toMatchObject({
+        level: 50,
+        checkout_session: sessionId,
+        paid: { amount: amountTotal, currency },
+      })
+      expect(error?.expected).toEqual({ amount: 4900, currency: 'usd' })
+    }
+    expect(await figures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
+    expect(await rowsOf(user.id)).toEqual([])
+    const countedAfter = await webhookCounts()
+    expect(countedAfter('amount_mismatch') - countedBefore('amount_mismatch')).toBe(3)
+    expect(countedAfter('duplicate') - countedBefore('duplicate')).toBe(3)
+    expect(countedAfter('credited') - countedBefore('credited')).toBe(0)
+  })
+
+  it('a session started before purchases were recorded is checked against its package in the catalog', async () => {
+    const { client, user } = await signedInClient(t)
+    const metadata = { user_id: String(user.id), package_id: 'starter' }
+    const short = checkoutEvent({ metadata, amountTotal: 90, currency: 'usd' })
+    await deliverOk(short.payload)
+    expect((await figures(client)).available).toBe(0)
+    const right = checkoutEvent({ metadata, amountTotal: 900, currency: 'usd' })
+    await deliverOk(right.payload)
+    expect((await figures(client)).available).toBe(100)
+  })
+
+  it('credits once when 10 deliveries of a matching and 10 of a mismatched session race', async () => {
+    const { client } = await signedInClient(t)
+    const good = await startCheckout(client, 'starter')
+    const bad = await startCheckout(client, 'pro')
+    const goodEvent = checkoutEvent({ ...good, amountTotal: 900, currency: 'usd' })
+    const badEvent = checkoutEvent({ ...bad, amountTotal: 49, currency: 'usd' })
+    const answers = await Promise.all(
+      [...Array(10).fill(goodEvent), ...Array(10).fill(badEvent)].map((e: typeof goodEvent) =>
+        deliver(t, e.payload),
+      ),
+    )
+    expect(answers.every((a) => a.status === 200)).toBe(true)
+    expect((await figures(client)).available).toBe(100)
+    await expectLedgerConsistent()
+  })
+})
+
+describe('refunds take the credits back', () => {
+  it('a full refund takes back every credit, once, as a refund row linked to the purchase', async () => {
+    const { client, user } = await signedInClient(t)
+    const { sessionId, paymentIntent } = await buy(client, 'pro')
+    expect((await figures(client)).available).toBe(600)
+    const refund = refundEvent({ paymentIntent, amount: 4900, amountRefunded: 4900 })
+    await deliverOk(refund.payload)
+    await deliverOk(refund.payload)
+    expect(await figures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
+    const purchase = await purchaseOf(sessionId)
+    const rows = await rowsOf(user.id)
+    expect(rows.map((r) => [r.kind, r.amount, r.balanceAfter, r.reference, r.purchaseId])).toEqual([
+      ['purchase', '600.0000', '600.0000', sessionId, purchase?.id],
+      ['refund', '-600.0000', '0.0000', refund.refundId, purchase?.id],
+    ])
+    expect(purchase).toMatchObject({ amountRefunded: 4900, creditsRefunded: '600.0000' })
+    const history = (await client.get('/api/transaction-history')).data.data
+    expect(history[0]).toMatchObject({
+      kind: 'refund',
+      amount: -600,
+      balance_after: 0,
+      reference: refund.refundId,
+    })
+    await expectLedgerConsistent()
+  })
+
+  it('partial refunds take credits in proportion to the running refunded total, in any order of delivery', async () => {
+    const { client } = await signedInClient(t)
+    const { paymentIntent } = await buy(client, 'pro')
+    const half = refundEvent({ paymentIntent, amount: 4900, amountRefunded: 2450 })
+    const quarter = refundEvent({ paymentIntent, amount: 4900, amountRefunded: 1225 })
+    await deliverOk(quarter.payload)
+    expect((await figures(client)).available).toBe(450)
+    await deliverOk(half.payload)
+    expect((await figures(client)).available).toBe(300)
+    // A late delivery of an older total takes nothing more.
+    await deliverOk(quarter.payload)
+    const older = refundEvent({ paymentIntent, amount: 4900, amountRefunded: 1000 })
+    await deliverOk(older.payload)
+    expect((await figures(client)).available).toBe(300)
+    // 1/3 of the price: 200 credits, exact to 1/10000.
+    const { paymentIntent: other } = await buy(client, 'starter')
+    await deliverOk(refundEvent({ paymentIntent: other, amount: 900, amountRefunded: 300 }).payload)
+    expect((await figures(client)).available).toBe(300 + 100 - 33.3333)
+    await expectLedgerConsistent()
+  })
+
+  it('credits already spent: the balance goes below zero, new holds answer 422, and the user object and admin billing show it', async () => {
+    const { client, user } = await signedInClient(t)
+    const admin = await signedInClient(t, { isAdmin: true })
+    const { paymentIntent } = await buy(client, 'starter')
+    const hold = { broker_parent_order_id: `ord-${randomBytes(4).toString('hex')}`, credits_amount: 80 }
+    expect((await client.post('/api/credit-holds', hold)).status).toBe(201)
+    expect(
+      (
+        await client.post('/api/credit-holds/capture', {
+          broker_parent_order_id: hold.broker_parent_order_id,
+        })
+      ).data,
+    ).toEqual({ captured: true })
+    const still = { broker_parent_order_id: `ord-${randomBytes(4).toString('hex')}`, credits_amount: 15 }
+    expect((await client.post('/api/credit-holds', still)).status).toBe(201)
+    expect(await figures(client)).toEqual({ available: 20, held: 15, spendable: 5 })
+
+    await deliverOk(refundEvent({ paymentIntent, amount: 900, amountRefunded: 900 }).payload)
+    expect(await figures(client)).toEqual({ available: -80, held: 15, spendable: -95 })
+    const refused = await client.post('/api/credit-holds', {
+      broker_parent_order_id: 'after-refund',
+      credits_amount: 1,
+    })
+    expect(refused.status).toBe(422)
+    expect(refused.data.errors.credits_amount[0]).toBe(
+      'Insufficient credits: -95 spendable, below zero after a refund or a payment dispute.',
+    )
+    const billing = await admin.client.get(`/api/admin/users/${user.id}/billing`)
+    expect(billing.data).toMatchObject({
+      available_credits: -80,
+      held_credits: 15,
+      credits_available_for_automation: -95,
+    })
+    expect(billing.data.transactions[0]).toMatchObject({ kind: 'refund', amount: -100, balance_after: -80 })
+
+    // The hold placed before the refund can still be captured (the order filled): further below zero.
+    expect(
+      (
+        await client.post('/api/credit-holds/capture', {
+          broker_parent_order_id: still.broker_parent_order_id,
+        })
+      ).data,
+    ).toEqual({ captured: true })
+    expect(await figures(client)).toEqual({ available: -95, held: 0, spendable: -95 })
+    await expectLedgerConsistent()
+
+    // Buying again pays the debt first; holds work again once spendable covers them.
+    await buy(client, 'starter')
+    expect(await figures(client)).toEqual({ available: 5, held: 0, spendable: 5 })
+    expect(
+      (await client.post('/api/credit-holds', { broker_parent_order_id: 'after-buying', credits_amount: 5 }))
+        .status,
+    ).toBe(201)
+    await expectLedgerConsistent()
+  })
+
+  it('10 deliveries each of two refund events race: the credits of the larger total, taken once', async () => {
+    const { client, user } = await signedInClient(t)
+    const { paymentIntent } = await buy(client, 'pro')
+    const part = refundEvent({ paymentIntent, amount: 4900, amountRefunded: 980 })
+    const all = refundEvent({ paymentIntent, amount: 4900, amountRefunded: 4900 })
+    const answers = await Promise.all(
+      [...Array(10).fill(part), ...Array(10).fill(all)].map((e: typeof part) => deliver(t, e.payload)),
+    )
+    expect(answers.every((a) => a.status === 200)).toBe(true)
+    expect((await figures(client)).available).toBe(0)
+    const refunds = (await rowsOf(user.id)).filter((r) => r.kind === 'refund')
+    expect(refunds.length).toBeGreaterThanOrEqual(1)
+    expect(refunds.length).toBeLessThanOrEqual(2)
+    await expectLedgerConsistent()
+  })
+
+  it('a refund of a payment this service does not know credits nothing, logs an error and answers 200', async () => {
+    const countedBefore = await webhookCounts()
+    log.text = ''
+    await deliverOk(
+      refundEvent({ paymentIntent: 'pi_nobody_knows', amount: 900, amountRefunded: 900 }).payload,
+    )
+    expect(log.lines().some((line) => line.msg === 'payment not found' && line.level === 50)).toBe(true)
+    expect((await webhookCounts())('unknown_payment') - countedBefore('unknown_payment')).toBe(1)
+  })
+})
+
+describe('disputes hold the credits back', () => {
+  it('opened: the disputed credits are withheld; won: given back; each event once', async () => {
+    const { client, user } = await signedInClient(t)
+    const { sessionId, paymentIntent } = await buy(client, 'pro')
+    const opened = disputeEvent({ type: 'charge.dispute.created', paymentIntent, amount: 4900 })
+    await deliverOk(opened.payload)
+    await deliverOk(opened.payload)
+    expect(await figures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
+    expect((await client.post('/api/credit-holds', { broker_parent_order_id: 'disputed' })).status).toBe(422)
+    const won = disputeEvent({
+      type: 'charge.dispute.closed',
+      paymentIntent,
+      amount: 4900,
+      status: 'won',
+      disputeId: opened.disputeId,
+    })
+    await deliverOk(won.payload)
+    await deliverOk(won.payload)
+    expect((await figures(client)).available).toBe(600)
+    const purchase = await purchaseOf(sessionId)
+    expect(purchase).toMatchObject({
+      disputeId: opened.disputeId,
+      disputeStatus: 'won',
+      creditsDisputed: '600.0000',
+    })
+    const rows = (await rowsOf(user.id)).slice(1)
+    expect(rows.map((r) => [r.kind, r.amount, r.reference, r.purchaseId])).toEqual([
+      ['dispute_withheld', '-600.0000', opened.disputeId, purchase?.id],
+      ['dispute_returned', '600.0000', opened.disputeId, purchase?.id],
+    ])
+    await expectLedgerConsistent()
+  })
+
+  it('lost: the withheld credits stay taken, below zero when already spent', async () => {
+    const { client, user } = await signedInClient(t)
+    const { paymentIntent } = await buy(client, 'starter')
+    await client.post('/api/credit-holds', { broker_parent_order_id: 'spent', credits_amount: 60 })
+    await client.post('/api/credit-holds/capture', { broker_parent_order_id: 'spent' })
+    const opened = disputeEvent({ type: 'charge.dispute.created', paymentIntent, amount: 900 })
+    await deliverOk(opened.payload)
+    expect((await figures(client)).available).toBe(-60)
+    const lost = disputeEvent({
+      type: 'charge.dispute.closed',
+      paymentIntent,
+      amount: 900,
+      status: 'lost',
+      disputeId: opened.disputeId,
+    })
+    await deliverOk(lost.payload)
+    expect((await figures(client)).available).toBe(-60)
+    expect((await rowsOf(user.id)).map((r) => r.kind)).toEqual([
+      'purchase',
+      'hold_capture',
+      'dispute_withheld',
+    ])
+    await expectLedgerConsistent()
+  })
+
+  it('out of order: a lost close without its opening takes the share once; a won close first makes a late opening do nothing', async () => {
+    const { client } = await signedInClient(t)
+    const first = await buy(client, 'starter')
+    const lost = disputeEvent({
+      type: 'charge.dispute.closed',
+      paymentIntent: first.paymentIntent,
+      amount: 450,
+      status: 'lost',
+    })
+    await deliverOk(lost.payload)
+    expect((await figures(client)).available).toBe(50)
+    const lateOpening = disputeEvent({
+      type: 'charge.dispute.created',
+      paymentIntent: first.paymentIntent,
+      amount: 450,
+      disputeId: lost.disputeId,
+    })
+    await deliverOk(lateOpening.payload)
+    expect((await figures(client)).available).toBe(50)
+
+    const second = await buy(client, 'starter')
+    const won = disputeEvent({
+      type: 'charge.dispute.closed',
+      paymentIntent: second.paymentIntent,
+      amount: 900,
+      status: 'won',
+    })
+    await deliverOk(won.payload)
+    await deliverOk(
+      disputeEvent({
+        type: 'charge.dispute.created',
+        paymentIntent: second.paymentIntent,
+        amount: 900,
+        disputeId: won.disputeId,
+      }).payload,
+    )
+    expect((await figures(client)).available).toBe(150)
+    await expectLedgerConsistent()
+  })
+
+  it('the opening and the close, 10 deliveries each, race: withheld and given back exactly once', async () => {
+    const { client, user } = await signedInClient(t)
+    const { paymentIntent } = await buy(client, 'pro')
+    const opened = disputeEvent({ type: 'charge.dispute.created', paymentIntent, amount: 4900 })
+    const won = disputeEvent({
+      type: 'charge.dispute.closed',
+      paymentIntent,
+      amount: 4900,
+      status: 'won',
+      disputeId: opened.disputeId,
+    })
+    const answers = await Promise.all(
+      [...Array(10).fill(opened), ...Array(10).fill(won)].map((e: typeof opened) => deliver(t, e.payload)),
+    )
+    expect(answers.every((a) => a.status === 200)).toBe(true)
+    expect((await figures(client)).available).toBe(600)
+    const kinds = (await rowsOf(user.id)).map((r) => r.kind)
+    // Whichever came first: withheld then returned, or a won close first and nothing moved.
+    expect([['purchase', 'dispute_withheld', 'dispute_returned'], ['purchase']]).toContainEqual(kinds)
+    await expectLedgerConsistent()
+  })
+})
