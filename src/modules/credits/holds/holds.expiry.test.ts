@@ -205,45 +205,39 @@ describe('the hold expiry sweep (HOLD_TTL_HOURS)', () => {
 })
 
 describe('the sweep in the background', () => {
-  it('runs once the app is up and logs one line with the count; HOLD_TTL_HOURS=0 never expires', async () => {
-    const a = await buildTestApp({ env })
+  // Holds placed here never expire (HOLD_TTL_HOURS=0); another instance with a TTL releases them.
+  const a = appUnderTest({ env: { HOLD_TTL_HOURS: '0' } })
+
+  it('runs once an instance is up and logs one line with the count; HOLD_TTL_HOURS=0 never expires', async () => {
+    // Placed an hour and a half ago (a's clock moved back for it), as the other app's clock starts now.
+    a.clock.advance(-1.5 * HOUR)
+    const { client, user } = await signedInClient(a)
+    await grantCredits(a.database.db, user.id, 10)
+    await placeHold(client, 'PO-1', 1)
+    await placeHold(client, 'PO-2', 2)
+    a.clock.advance(1.5 * HOUR)
+    expect(await a.app.services.holds.expireHeld()).toBe(0)
+    expect((await holdOf(a.database.db, user.id, 'PO-1'))?.status).toBe('held')
+
+    const log = memoryLog()
+    const b = await buildTestApp({ env, database: sharedDatabase(a.database), loggerInstance: log.logger })
     try {
-      // Placed an hour and a half ago (a's clock moved back for it), as the other apps' clocks start now.
-      a.clock.advance(-1.5 * HOUR)
-      const { client, user } = await signedInClient(a)
-      await grantCredits(a.database.db, user.id, 10)
-      await placeHold(client, 'PO-1', 1)
-      await placeHold(client, 'PO-2', 2)
-      a.clock.advance(1.5 * HOUR)
-
-      const never = await buildTestApp({ env: { HOLD_TTL_HOURS: '0' }, database: sharedDatabase(a.database) })
-      await settle(500)
-      await never.close()
-      expect((await holdOf(a.database.db, user.id, 'PO-1'))?.status).toBe('held')
-
-      const log = memoryLog()
-      const b = await buildTestApp({ env, database: sharedDatabase(a.database), loggerInstance: log.logger })
-      try {
-        await vi.waitFor(
-          async () => expect(await summaryOf(client)).toEqual({ available: 10, held: 0, automation: 10 }),
-          {
-            timeout: 5000,
-          },
-        )
-        expect((await holdOf(a.database.db, user.id, 'PO-2'))?.status).toBe('released')
-        const lines = log.lines().filter((line) => line.msg === 'credit holds: expired holds released')
-        expect(lines).toEqual([expect.objectContaining({ released: 2, level: 30 })])
-      } finally {
-        await b.close()
-      }
+      await vi.waitFor(
+        async () => expect(await summaryOf(client)).toEqual({ available: 10, held: 0, automation: 10 }),
+        { timeout: 10_000 },
+      )
+      expect((await holdOf(a.database.db, user.id, 'PO-2'))?.status).toBe('released')
+      const lines = log.lines().filter((line) => line.msg === 'credit holds: expired holds released')
+      expect(lines).toEqual([expect.objectContaining({ released: 2, level: 30 })])
     } finally {
-      await a.close()
+      await b.close()
     }
-  })
+  }, 60_000)
 })
 
 // Two instances on one PostgreSQL and one Redis (CI's server run), sweeping at the same moment: the
 // advisory lock lets one sweep at a time, and each hold is released, announced and notified once.
+// (Each test builds its two apps itself, hence the longer time-outs on a loaded machine.)
 const postgresUrl = process.env.TEST_DATABASE_URL
 const redisUrl = process.env.TEST_REDIS_URL
 
@@ -318,7 +312,7 @@ describe.each(postgresUrl && redisUrl ? [redisUrl] : [])('two instances sweeping
         socket.close()
       }
     })
-  })
+  }, 90_000)
 
   it('an instance that finds the sweep under way elsewhere leaves the holds to it', async () => {
     await withTwoInstances(url, env, async (a, b) => {
@@ -336,5 +330,5 @@ describe.each(postgresUrl && redisUrl ? [redisUrl] : [])('two instances sweeping
       expect(await b.app.services.holds.expireHeld()).toBe(1)
       expect((await holdOf(a.database.db, user.id, 'PO-locked'))?.status).toBe('released')
     })
-  })
+  }, 90_000)
 })
