@@ -486,6 +486,12 @@ const credits = area('Credits and payments', {
     fallback: '1',
     description: 'Credits a hold reserves when the request names no amount.',
   }),
+  HOLD_TTL_HOURS: number('^[0-9]{1,5}$', {
+    fallback: 168,
+    defaultNote: '7 days',
+    description:
+      'Hours a hold may stay `held` (like a card authorization): then one instance releases it and its credits are free again. `0` never expires holds.',
+  }),
   STRIPE_SECRET_KEY: text({
     schema: Type.String({ minLength: 1 }),
     description: 'Enables `GET /buy-credits/{package}` (Stripe Checkout); unset answers 503.',

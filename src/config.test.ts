@@ -117,6 +117,20 @@ describe('loadConfig', () => {
     expect(error.message).toContain(`${name}: `)
   })
 
+  test('HOLD_TTL_HOURS: 168 hours (7 days) by default, whole hours as given, 0 to never expire holds', () => {
+    const ttl = (env: Record<string, string>) =>
+      loadConfig({ APP_KEY, ...env }, tempCwd()).credits.holdTtlHours
+    expect(ttl({})).toBe(168)
+    expect(ttl({ HOLD_TTL_HOURS: '' })).toBe(168)
+    expect(ttl({ HOLD_TTL_HOURS: '24' })).toBe(24)
+    expect(ttl({ HOLD_TTL_HOURS: '0' })).toBe(0)
+  })
+
+  test.each(['-1', '1.5', '24h', 'never', '100000'])('HOLD_TTL_HOURS=%s is refused', (value) => {
+    const error = configError({ APP_KEY, HOLD_TTL_HOURS: value })
+    expect(error.problems).toEqual([expect.stringMatching(/^HOLD_TTL_HOURS: /)])
+  })
+
   test('DATABASE_POOLER=transaction names a transaction-mode pooler in front of PostgreSQL', () => {
     const url = 'postgres://app@pgbouncer.internal:6432/app'
     const config = loadConfig({ APP_KEY, DATABASE_URL: url, DATABASE_POOLER: 'transaction' }, tempCwd())

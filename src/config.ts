@@ -111,7 +111,11 @@ export interface Config {
     readonly staleSeconds: number
     readonly maxBytes: number
   }
-  readonly credits: { readonly holdDefault: string }
+  readonly credits: {
+    readonly holdDefault: string
+    /** HOLD_TTL_HOURS: how long a hold may stay held before the sweep releases it; 0: never. */
+    readonly holdTtlHours: number
+  }
   /** How long a password confirmation (POST /api/user/confirm-password) lets sensitive actions through. */
   readonly passwordTimeoutSeconds: number
   readonly stripe: {
@@ -275,7 +279,7 @@ export function parseConfig(
       staleSeconds: s.CACHE_STALE_SECONDS,
       maxBytes: s.CACHE_MAX_MB * 1024 * 1024,
     }),
-    credits: Object.freeze({ holdDefault: s.HOLD_DEFAULT_CREDITS }),
+    credits: Object.freeze({ holdDefault: s.HOLD_DEFAULT_CREDITS, holdTtlHours: s.HOLD_TTL_HOURS }),
     passwordTimeoutSeconds: s.PASSWORD_TIMEOUT,
     stripe: Object.freeze({
       secretKey: s.STRIPE_SECRET_KEY,

@@ -81,7 +81,14 @@ function assembleServices(app: FastifyInstance, config: Config, catalog: Billing
   const verification = createEmailVerificationService({ config, clock, mailer: app.mailer, users })
   const photos = createProfilePhotosService({ users, storage: app.storage, log: app.log })
   const ledger = createLedgerService({ db, clock })
-  const holds = createHoldsService({ db, clock, events, ledger, holdDefault: config.credits.holdDefault })
+  const holds = createHoldsService({
+    db,
+    clock,
+    events,
+    ledger,
+    holdDefault: config.credits.holdDefault,
+    holdTtlHours: config.credits.holdTtlHours,
+  })
   const proxy = createProxyService({
     upstream: app.upstream,
     cache: app.cache,

@@ -90,6 +90,8 @@ export interface InternalEvents {
     userId: number
     hold: CreditHoldRow
     transition: 'created' | 'captured' | 'released' | 'transferred'
+    /** A release by the expiry sweep (HOLD_TTL_HOURS), not by a request. */
+    expired?: boolean
   }
   /** A hold was refused for want of spendable credits. */
   CreditHoldRefused: { userId: number }

@@ -140,6 +140,7 @@ describe('GET /metrics', () => {
       [`${P}realtime_buffered_bytes`]: 'gauge',
       [`${P}realtime_messages_dropped_total`]: 'counter',
       [`${P}credit_hold_transitions_total`]: 'counter',
+      [`${P}credit_hold_expirations_total`]: 'counter',
       [`${P}payment_webhook_events_total`]: 'counter',
       [`${P}ai_calls_total`]: 'counter',
       [`${P}ai_tokens_total`]: 'counter',
@@ -154,6 +155,7 @@ describe('GET /metrics', () => {
     const names = (labels: string) => samples.filter((s) => s.name === `${P}${labels}`).map((s) => s.labels)
     expect(names('outbox_rows')).toEqual([{ state: 'pending' }, { state: 'failed' }])
     expect(names('realtime_open_sockets')).toEqual([{}])
+    expect(names('credit_hold_expirations_total')).toEqual([{}])
     expect(names('credit_hold_transitions_total').map((labels) => labels.transition)).toEqual([
       'created',
       'captured',

@@ -7,7 +7,10 @@ export type HoldTransition = 'created' | 'captured' | 'released' | 'transferred'
 
 const TRANSITIONS: readonly HoldTransition[] = ['created', 'captured', 'released', 'transferred', 'refused']
 
-/** Counts `credit_hold_transitions_total{transition}`; every transition's series shows from the start, at 0. */
+/**
+ * Counts `credit_hold_transitions_total{transition}` (every transition's series shows from the start,
+ * at 0) and, of the releases, those of the expiry sweep: `credit_hold_expirations_total`.
+ */
 export function countHoldTransitions(metrics: Metrics, events: EventBus<ServiceEvents>): void {
   const counter = metrics.counter({
     name: 'credit_hold_transitions_total',
@@ -15,6 +18,15 @@ export function countHoldTransitions(metrics: Metrics, events: EventBus<ServiceE
     labelNames: ['transition'],
   })
   const series = new Map(TRANSITIONS.map((transition) => [transition, counter.series({ transition })]))
-  events.on('CreditHoldChanged', (e) => series.get(e.transition)?.inc())
+  const expired = metrics
+    .counter({
+      name: 'credit_hold_expirations_total',
+      help: 'Credit holds the expiry sweep released (HOLD_TTL_HOURS); each also counts as released in credit_hold_transitions_total.',
+    })
+    .series({})
+  events.on('CreditHoldChanged', (e) => {
+    series.get(e.transition)?.inc()
+    if (e.expired) expired.inc()
+  })
   events.on('CreditHoldRefused', () => series.get('refused')?.inc())
 }

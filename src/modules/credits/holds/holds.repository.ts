@@ -1,4 +1,15 @@
-import { and, count, desc, eq, fillPlaceholders, getTableColumns, sql, type WithSubquery } from 'drizzle-orm'
+import {
+  and,
+  asc,
+  count,
+  desc,
+  eq,
+  fillPlaceholders,
+  getTableColumns,
+  lte,
+  sql,
+  type WithSubquery,
+} from 'drizzle-orm'
 import type { Db } from '../../../db/client.ts'
 import { type CreditHoldRow, creditHolds, type HoldStatus } from '../../../db/schema/index.ts'
 import { ledgerStatementParts } from '../ledger.repository.ts'
@@ -28,6 +39,16 @@ export type SettleOutcome =
   | { kind: 'raced' }
 
 export type SettledStatus = Exclude<HoldStatus, 'held'>
+
+/** A held hold past its time, as the expiry sweep finds it. */
+export interface ExpiredHold {
+  id: number
+  userId: number
+}
+
+// Any fixed number (another than the migrations' and the knowledge base sync's): the expiry sweep's
+// advisory lock, so that one instance at a time sweeps.
+export const EXPIRY_SWEEP_LOCK = 727_029
 
 const HOLD_ORDER_UNIQUE = 'credit_holds_user_order_unique'
 const STATEMENT_NAMES = {
@@ -217,6 +238,36 @@ export function createHoldsRepository({ db }: { db: Db }) {
       if (row?.settled) return { kind: 'settled', hold: row.settled }
       if (row?.status === 'held') return { kind: 'raced' }
       return { kind: 'unchanged', status: row?.status ?? null }
+    },
+
+    /**
+     * Takes the expiry sweep's advisory lock for the rest of the transaction (db must be one), unless
+     * another transaction has it: false then, at once.
+     */
+    async tryLockExpirySweep(): Promise<boolean> {
+      const result = await db.execute(sql`select pg_try_advisory_xact_lock(${EXPIRY_SWEEP_LOCK}) as locked`)
+      // Both drivers (node-postgres and PGlite) answer { rows }; Db's result type is theirs in common.
+      const [row] = (result as unknown as { rows: { locked: boolean }[] }).rows
+      return row?.locked === true
+    },
+
+    /** Up to `limit` holds still held that were created at `cutoff` or before, oldest first (a partial index covers it). */
+    async expiredHeld(cutoff: Date, limit: number): Promise<ExpiredHold[]> {
+      return db
+        .select({ id: creditHolds.id, userId: creditHolds.userId })
+        .from(creditHolds)
+        .where(and(eq(creditHolds.status, 'held'), lte(creditHolds.createdAt, cutoff)))
+        .orderBy(asc(creditHolds.createdAt), asc(creditHolds.id))
+        .limit(limit)
+    },
+
+    /** The order a hold is on now, if it is still held (read under the user's account lock). */
+    async heldOrderOf(id: number): Promise<string | undefined> {
+      const [row] = await db
+        .select({ orderId: creditHolds.brokerParentOrderId })
+        .from(creditHolds)
+        .where(and(eq(creditHolds.id, id), eq(creditHolds.status, 'held')))
+      return row?.orderId
     },
 
     /** Re-points a hold at another parent order, remembering the one it came from. */

@@ -2,6 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from '../../../config.ts'
 import { commonErrorResponses, MessageResponse, Paginated } from '../../../lib/http-schemas.ts'
+import { createPeriodicTask } from '../../../lib/periodic.ts'
 import { signedInUser } from '../../../plugins/guards.ts'
 import { PageQuery } from '../credits.schemas.ts'
 import {
@@ -14,12 +15,34 @@ import {
   TransferredResponse,
 } from './holds.schemas.ts'
 
+/**
+ * How often each instance tries the expiry sweep (and once at start). Holds live for days
+ * (HOLD_TTL_HOURS), so a minute late is nothing to the user; a sweep that finds nothing is one indexed
+ * query, and an instance that finds another sweeping gives up at once, so every minute costs little.
+ */
+export const HOLD_EXPIRY_SWEEP_EVERY_MS = 60_000
+
 /** `/api/credit-holds`: reserve credits for automated parent orders, then capture or release them. */
 export default async function creditHoldsRoutes(fastify: FastifyInstance, { config }: { config: Config }) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
   const { holds } = app.services
   const tags = ['credit holds']
   const guard = { auth: 'session' as const }
+
+  if (config.credits.holdTtlHours > 0) {
+    const sweeper = createPeriodicTask(
+      async () => {
+        const released = await holds.expireHeld()
+        if (released > 0) app.log.info({ released }, 'credit holds: expired holds released')
+      },
+      {
+        everyMs: HOLD_EXPIRY_SWEEP_EVERY_MS,
+        onError: (err) => app.log.warn({ err }, 'credit holds: the expiry sweep failed'),
+      },
+    )
+    app.addHook('onReady', async () => sweeper.start())
+    app.addHook('preClose', async () => sweeper.stop())
+  }
 
   app.get(
     '/api/credit-holds',

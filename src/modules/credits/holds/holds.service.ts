@@ -7,6 +7,7 @@ import type { EventBus } from '../../../lib/events.ts'
 import { type LengthAwarePage, paginate } from '../../../lib/laravel.ts'
 import type { ServiceEvents } from '../../../plugins/events.ts'
 import { DEFAULT_PER_PAGE, type PageQuery } from '../credits.schemas.ts'
+import { createLedgerRepository } from '../ledger.repository.ts'
 import { insufficientCredits, type LedgerService } from '../ledger.service.ts'
 import { presentHold } from './holds.presenters.ts'
 import { createHoldsRepository, type HoldsRepository, type SettledStatus } from './holds.repository.ts'
@@ -20,7 +21,15 @@ export interface HoldsDeps {
   holdDefault: string
   /** Hears of every hold that changed, once it is committed, and of each refusal. */
   events: EventBus<ServiceEvents>
+  /** HOLD_TTL_HOURS: a hold still held this long after its creation is released by expireHeld (0: never). */
+  holdTtlHours: number
 }
+
+// The expiry sweep releases this many holds per transaction, the oldest first: the users' account
+// rows it locked stay locked until the commit, so a batch is kept short (milliseconds of statements).
+const EXPIRY_BATCH = 100
+// Batches of one sweep at most, so that a backlog never keeps a shutdown waiting: the next sweep goes on.
+const EXPIRY_BATCHES_PER_SWEEP = 50
 
 const tooPrecise = () =>
   ValidationError.withMessages({
@@ -40,7 +49,7 @@ const targetTaken = () => new HttpError(409, 'Another hold already uses the targ
  * trip); only when a racing request changed the order in between (see holdStatements) does one run
  * again inside a transaction that took the lock first.
  */
-export function createHoldsService({ db, clock, ledger, holdDefault, events }: HoldsDeps) {
+export function createHoldsService({ db, clock, ledger, holdDefault, events, holdTtlHours }: HoldsDeps) {
   const repo = createHoldsRepository({ db })
 
   /**
@@ -68,7 +77,60 @@ export function createHoldsService({ db, clock, ledger, holdDefault, events }: H
     return status
   }
 
+  /**
+   * Releases one batch of holds held since `cutoff` or before, in one transaction holding the expiry
+   * sweep's advisory lock (null: another instance holds it, so sweeps now). Each goes through the
+   * route's release statement, so the ledger and held total change exactly as for a request; the
+   * events are emitted once committed. A hold a request captured, released or moved meanwhile is
+   * read again under its user's account lock: skipped, or released on the order it is on now.
+   */
+  async function expireBatch(cutoff: Date, now: Date) {
+    const released: CreditHoldRow[] = []
+    const found = await db.transaction(async (tx) => {
+      const holds = createHoldsRepository({ db: tx })
+      if (!(await holds.tryLockExpirySweep())) return null
+      const batch = await holds.expiredHeld(cutoff, EXPIRY_BATCH)
+      const accounts = createLedgerRepository({ db: tx })
+      // Requests lock one account each; the sweep locks many, always in user id order.
+      const users = [...new Set(batch.map((hold) => hold.userId))].sort((a, b) => a - b)
+      for (const userId of users) {
+        await accounts.lockAccount(userId)
+        for (const { id } of batch.filter((hold) => hold.userId === userId)) {
+          const orderId = await holds.heldOrderOf(id)
+          if (orderId === undefined) continue
+          const outcome = await holds.settleHold(userId, orderId, 'released', now)
+          if (outcome.kind !== 'settled') throw holdMovedUnderLock()
+          released.push(outcome.hold)
+        }
+      }
+      return batch.length
+    })
+    for (const hold of released) {
+      events.emit('CreditHoldChanged', { userId: hold.userId, hold, transition: 'released', expired: true })
+    }
+    return found === null ? null : { found, released: released.length }
+  }
+
   return {
+    /**
+     * The expiry sweep: releases every hold held for HOLD_TTL_HOURS or longer, oldest first, in
+     * batches; only one instance at a time (the others find the lock taken and return 0). Returns how
+     * many it released.
+     */
+    async expireHeld(): Promise<number> {
+      if (holdTtlHours <= 0) return 0
+      const now = clock.now()
+      const cutoff = new Date(now.getTime() - holdTtlHours * 3_600_000)
+      let total = 0
+      for (let i = 0; i < EXPIRY_BATCHES_PER_SWEEP; i++) {
+        const batch = await expireBatch(cutoff, now)
+        if (batch === null) break
+        total += batch.released
+        if (batch.found < EXPIRY_BATCH) break
+      }
+      return total
+    },
+
     /**
      * Reserves credits for an order: a new hold (created: true), or the order's existing hold of
      * any status, unchanged (created: false). 422 on credits_amount when spendable credits fall short.
