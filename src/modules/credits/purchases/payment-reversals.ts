@@ -6,8 +6,8 @@ import { creditUnitsToString, toCreditUnits } from '../../../lib/decimal.ts'
 import type { LedgerService } from '../ledger.service.ts'
 import { proportionalCredits } from './proportional-credits.ts'
 import { createPurchasesRepository } from './purchases.repository.ts'
-import type { PurchaseLog, WebhookOutcome } from './purchases.service.ts'
 import type { StripeEvent } from './stripe.client.ts'
+import type { PurchaseLog, WebhookOutcome } from './webhook-outcomes.ts'
 
 // A dispute Stripe closes in the seller's favour: won, or an inquiry closed without a chargeback.
 const RETURNED = new Set(['won', 'warning_closed'])

@@ -1,7 +1,7 @@
 import type { EventBus } from '../../../lib/events.ts'
 import type { Metrics } from '../../../lib/metrics/metrics.ts'
 import type { ServiceEvents } from '../../../plugins/events.ts'
-import { WEBHOOK_OUTCOMES } from './purchases.service.ts'
+import { WEBHOOK_OUTCOMES } from './webhook-outcomes.ts'
 
 /**
  * Counts `payment_webhook_events_total{outcome}`; every outcome's series shows from the start, at 0,

@@ -12,12 +12,7 @@ import type { LedgerService } from '../ledger.service.ts'
 import { createPaymentReversals } from './payment-reversals.ts'
 import { createPurchasesRepository, type NewPurchase } from './purchases.repository.ts'
 import { type CheckoutSession, type StripeEvent, type StripeGateway, verifiedEvent } from './stripe.client.ts'
-
-/** What the service reports about what it did; the caller logs it (no Fastify types here). */
-export interface PurchaseLog {
-  info(details: Record<string, unknown>, message: string): void
-  error(details: Record<string, unknown>, message: string): void
-}
+import type { PurchaseLog, WebhookOutcome } from './webhook-outcomes.ts'
 
 export interface PurchasesDeps {
   db: Db
@@ -32,27 +27,6 @@ export interface PurchasesDeps {
   webhookSecret: string | undefined
   /** Where Checkout sends the buyer back: the SPA (first FRONTEND_URL origin) or APP_URL. */
   returnOrigin: string
-}
-
-/** What one webhook delivery did; counted by `payment_webhook_events_total{outcome}`. */
-export const WEBHOOK_OUTCOMES = [
-  'credited',
-  'amount_mismatch',
-  'refunded',
-  'dispute_withheld',
-  'dispute_won',
-  'dispute_lost',
-  'duplicate',
-  'unknown_payment',
-  'ignored',
-] as const
-export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number]
-
-declare module '../../../plugins/events.ts' {
-  interface InternalEvents {
-    /** A payment-provider webhook delivery was handled (signature good); `outcome` says what it did. */
-    PaymentWebhookHandled: { type: string; outcome: WebhookOutcome }
-  }
 }
 
 // The events that say a Checkout Session was paid: at once (card), or later (bank debits and the like).
