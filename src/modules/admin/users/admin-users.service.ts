@@ -201,7 +201,7 @@ export function createAdminUsersService(deps: AdminUsersDeps) {
     ): Promise<AdminUserResponse> {
       checkConfirmation(input)
       if (input.is_admin && !context.passwordConfirmed) throw passwordConfirmationRequired()
-      const user = await asAdmin(actor, context, async (locked) => {
+      const user = await asAdmin(actor, { ...context, reason: input.reason }, async (locked) => {
         const created = await locked.users.create({
           name: input.name,
           email: input.email,
@@ -230,7 +230,7 @@ export function createAdminUsersService(deps: AdminUsersDeps) {
       context: AdminEditContext,
     ): Promise<AdminUserResponse> {
       checkConfirmation(input)
-      const user = await asAdmin(actor, context, async (locked) => {
+      const user = await asAdmin(actor, { ...context, reason: input.reason }, async (locked) => {
         const lockedUsers = locked.users
         const current = await target(locked, id)
         const sensitive =
