@@ -2,6 +2,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import type { Config } from './config.ts'
 import { buildCoreServices } from './core-services.ts'
 import { createActivitiesService } from './modules/activities/activities.service.ts'
+import { createAdminAuditService } from './modules/admin/audit/admin-audit.service.ts'
 import { createAdminBillingService } from './modules/admin/billing/admin-billing.service.ts'
 import { createAdminUsersService } from './modules/admin/users/admin-users.service.ts'
 import { createAgentsService } from './modules/ai/agents/agents.service.ts'
@@ -96,6 +97,7 @@ function assembleServices(app: FastifyInstance, config: Config, catalog: Billing
     appUrl: config.appUrl,
   })
   const activities = createActivitiesService({ db, clock, events })
+  const adminAudit = createAdminAuditService({ db, clock })
 
   const aiLog = app.log.child({ component: 'ai' })
   const model = configuredModel(config)
@@ -219,6 +221,7 @@ function assembleServices(app: FastifyInstance, config: Config, catalog: Billing
       creditsOf,
       accountDeletion,
       events,
+      audit: adminAudit,
     }),
     adminBilling: createAdminBillingService({
       db,
@@ -226,6 +229,7 @@ function assembleServices(app: FastifyInstance, config: Config, catalog: Billing
       ledger,
       holds,
       users,
+      audit: adminAudit,
       appUrl: config.appUrl,
     }),
     support: createSupportService({ db, clock, supportEmail: config.supportEmail, queueMail }),

@@ -39,6 +39,14 @@ async function signedIn(email: string, password: string) {
   return client
 }
 
+/** The admin, signed in with the password confirmed (admin billing changes answer 423 without it). */
+async function confirmedAdmin() {
+  const client = await signedIn(ADMIN.email, ADMIN.password)
+  const res = await client.post('/api/user/confirm-password', { password: ADMIN.password })
+  if (res.status !== 201) throw new Error(`password confirmation answered ${res.status} ${res.text}`)
+  return client
+}
+
 describe(`the deployment recipe: nginx over two instances, PostgreSQL ${viaPgBouncer ? 'through PgBouncer (transaction pooling)' : 'directly'}, Redis`, () => {
   beforeAll(async () => {
     stack = await startStack({ viaPgBouncer })
@@ -171,12 +179,14 @@ describe(`the deployment recipe: nginx over two instances, PostgreSQL ${viaPgBou
 
   it('100 concurrent hold creates of one user over both instances hold exactly the spendable credits', async () => {
     const { client, id } = await registered()
-    const admin = await signedIn(ADMIN.email, ADMIN.password)
+    const admin = await confirmedAdmin()
     const grant = await admin.post(`/api/admin/users/${id}/billing/adjust`, {
       amount: 37,
       reason: 'system test',
     })
     expect(grant.status, grant.text).toBe(200)
+    // The audit record names the client nginx saw, not nginx.
+    expect(grant.data.audit[0]).toMatchObject({ action: 'billing.adjust', ip_address: CLIENT_ADDRESS })
     await client.csrf()
 
     const creates = await Promise.all(
@@ -215,7 +225,7 @@ describe(`the deployment recipe: nginx over two instances, PostgreSQL ${viaPgBou
 
   it('bounds every statement: a request waiting on a locked table answers 503 at the lock time-out (through PgBouncer: its connect_query)', async () => {
     const { client, id } = await registered('Lock Waiter')
-    const admin = await signedIn(ADMIN.email, ADMIN.password)
+    const admin = await confirmedAdmin()
     expect(
       (await admin.post(`/api/admin/users/${id}/billing/adjust`, { amount: 5, reason: 'lock' })).status,
     ).toBe(200)

@@ -122,6 +122,8 @@ describe('PostgreSQL fails under the deployment', () => {
     expect((await admin.post('/api/login', { email: ADMIN.email, password: ADMIN.password })).status).toBe(
       200,
     )
+    // Admin billing changes need a recent password confirmation (423 otherwise).
+    expect((await admin.post('/api/user/confirm-password', { password: ADMIN.password })).status).toBe(201)
     const grant = await admin.post(`/api/admin/users/${trader.id}/billing/adjust`, {
       amount: 100,
       reason: 'fault test',

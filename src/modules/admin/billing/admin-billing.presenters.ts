@@ -6,6 +6,7 @@ import type { FeatureUse } from '../../credits/billing.repository.ts'
 import type { HoldResponse } from '../../credits/holds/holds.schemas.ts'
 import type { TransactionResponse } from '../../credits/ledger.schemas.ts'
 import type { CreditSummary } from '../../users/users.presenters.ts'
+import type { AdminAuditRecordResponse } from '../audit/admin-audit.schemas.ts'
 import type { AdminBillingResponse, UsedFeature } from './admin-billing.schemas.ts'
 
 export interface AdminBillingView {
@@ -15,6 +16,7 @@ export interface AdminBillingView {
   holds: HoldResponse[]
   transactions: TransactionResponse[]
   featureUses: FeatureUse[]
+  audit: AdminAuditRecordResponse[]
 }
 
 function presentFeatureUse(use: FeatureUse, catalog: BillingCatalog): UsedFeature {
@@ -36,5 +38,6 @@ export function presentAdminBilling(view: AdminBillingView, catalog: BillingCata
     holds: view.holds,
     transactions: view.transactions,
     used_features: view.featureUses.map((use) => presentFeatureUse(use, catalog)),
+    audit: view.audit,
   }
 }

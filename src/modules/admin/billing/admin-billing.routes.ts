@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { commonErrorResponses } from '../../../lib/http-schemas.ts'
-import { signedInUser } from '../../../plugins/guards.ts'
+import { auditActorOf } from '../audit/admin-audit.actor.ts'
 import { AdjustBody, AdminBillingParams, AdminBillingResponse, PackageBody } from './admin-billing.schemas.ts'
 
 /** `/api/admin/users/{user}/billing`: an admin reads and changes one user's credits and package. */
@@ -11,6 +11,9 @@ export default async function adminBillingRoutes(fastify: FastifyInstance) {
   const tags = ['admin billing']
   const guard = { auth: 'admin' } as const
   const response = { 200: AdminBillingResponse, ...commonErrorResponses }
+  // Changes to money need the password confirmed recently on this session, as the profile's
+  // sensitive actions do: 423 without it, after the admin guard and before the body is judged.
+  const confirmed = { preValidation: app.passwordConfirmation.require }
 
   app.get(
     '/api/admin/users/:user/billing',
@@ -22,30 +25,33 @@ export default async function adminBillingRoutes(fastify: FastifyInstance) {
     '/api/admin/users/:user/billing/adjust',
     {
       config: guard,
+      ...confirmed,
       schema: {
         tags,
-        summary: "Add or take credits (the admin's id and the reason go on the ledger row)",
+        summary:
+          "Add or take credits (the admin's id and the reason go on the ledger row and an audit record; 423 without a recent password confirmation)",
         params: AdminBillingParams,
         body: AdjustBody,
         response,
       },
     },
-    async (request) => billing.adjust(signedInUser(request).id, request.params.user, request.body),
+    async (request) => billing.adjust(auditActorOf(request), request.params.user, request.body),
   )
 
   app.post(
     '/api/admin/users/:user/billing/package',
     {
       config: guard,
+      ...confirmed,
       schema: {
         tags,
-        summary: "Grant a package's credits and make it the user's current package",
+        summary:
+          "Grant a package's credits and make it the user's current package (audited with the reason; 423 without a recent password confirmation)",
         params: AdminBillingParams,
         body: PackageBody,
         response,
       },
     },
-    async (request) =>
-      billing.grantPackage(signedInUser(request).id, request.params.user, request.body.package_id),
+    async (request) => billing.grantPackage(auditActorOf(request), request.params.user, request.body),
   )
 }

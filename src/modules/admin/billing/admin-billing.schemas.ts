@@ -2,6 +2,7 @@ import { type Static, Type } from 'typebox'
 import { BillingPackage } from '../../credits/billing.catalog.ts'
 import { HoldResponse } from '../../credits/holds/holds.schemas.ts'
 import { TransactionResponse } from '../../credits/ledger.schemas.ts'
+import { AdminAuditRecordResponse, AuditReason } from '../audit/admin-audit.schemas.ts'
 
 // numeric(20, 4) holds 16 integer digits; an adjustment of a trillion credits is a typo, not a grant.
 export const MAX_ADJUSTMENT = 1_000_000_000_000
@@ -17,12 +18,13 @@ export const AdjustBody = Type.Object({
     description: 'Signed credits, at most 4 decimals: positive grants, negative debits. Not zero.',
     examples: [25, -10.5],
   }),
-  reason: Type.String({ minLength: 1, maxLength: 1000, examples: ['Goodwill for the outage on May 1'] }),
+  reason: AuditReason,
 })
 export type AdjustBody = Static<typeof AdjustBody>
 
 export const PackageBody = Type.Object({
   package_id: Type.String({ minLength: 1, maxLength: 64, examples: ['pro'] }),
+  reason: AuditReason,
 })
 export type PackageBody = Static<typeof PackageBody>
 
@@ -47,5 +49,8 @@ export const AdminBillingResponse = Type.Object({
   holds: Type.Array(HoldResponse, { description: 'The newest holds, any status.' }),
   transactions: Type.Array(TransactionResponse, { description: 'The newest ledger rows.' }),
   used_features: Type.Array(UsedFeature, { description: "The user's feature_use ledger rows, by feature." }),
+  audit: Type.Array(AdminAuditRecordResponse, {
+    description: 'The newest admin audit records about the user (money and account changes), newest first.',
+  }),
 })
 export type AdminBillingResponse = Static<typeof AdminBillingResponse>

@@ -1,6 +1,11 @@
 import { and, eq } from 'drizzle-orm'
 import { describe, expect, it } from 'vitest'
-import { createUser, grantCredits, signedInClient } from '../../../../test/helpers/factories.ts'
+import {
+  confirmPassword,
+  createUser,
+  grantCredits,
+  signedInClient,
+} from '../../../../test/helpers/factories.ts'
 import { appUnderTest } from '../../../../test/helpers/under-test.ts'
 import { creditTransactions } from '../../../db/schema/index.ts'
 import { systemClock } from '../../../lib/clock.ts'
@@ -20,7 +25,12 @@ const storedRows = (userId: number, kind: string) =>
     .where(and(eq(creditTransactions.userId, userId), eq(creditTransactions.kind, kind)))
     .orderBy(creditTransactions.id)
 
-const admin = () => signedInClient(t, { isAdmin: true, verified: true })
+/** A signed-in admin who confirmed the password on this session just now, as the changes need. */
+const admin = async () => {
+  const signedIn = await signedInClient(t, { isAdmin: true, verified: true })
+  await confirmPassword(signedIn.client, signedIn.password)
+  return signedIn
+}
 
 describe('access', () => {
   it('answers 403 to a signed-in user who is not an admin, and changes nothing', async () => {
@@ -32,7 +42,7 @@ describe('access', () => {
       reason: 'self-service',
     })
     expect(adjust).toMatchObject({ status: 403, data: forbidden })
-    const pkg = await client.post(`${billingPath(user.id)}/package`, { package_id: 'desk' })
+    const pkg = await client.post(`${billingPath(user.id)}/package`, { package_id: 'desk', reason: 'x' })
     expect(pkg).toMatchObject({ status: 403, data: forbidden })
     expect((await client.get('/api/credits')).data.available_credits).toBe(0)
   })
@@ -44,7 +54,7 @@ describe('access', () => {
     expect(await client.get(billingPath(missing))).toMatchObject({ status: 404, data: message })
     const adjust = await client.post(`${billingPath(missing)}/adjust`, { amount: 5, reason: 'x' })
     expect(adjust).toMatchObject({ status: 404, data: message })
-    const pkg = await client.post(`${billingPath(missing)}/package`, { package_id: 'pro' })
+    const pkg = await client.post(`${billingPath(missing)}/package`, { package_id: 'pro', reason: 'x' })
     expect(pkg).toMatchObject({ status: 404, data: message })
     expect((await client.get(billingPath(0))).status).toBe(404)
     expect((await client.get('/api/admin/users/abc/billing')).status).toBe(404)
@@ -66,6 +76,7 @@ describe('GET /api/admin/users/{user}/billing', () => {
       holds: [],
       transactions: [],
       used_features: [],
+      audit: [],
     })
   })
 
@@ -241,7 +252,7 @@ describe('POST /api/admin/users/{user}/billing/package', () => {
     const { client, user: adminUser } = await admin()
     const { user } = await createUser(t.database.db)
     await grantCredits(t.database.db, user.id, 5)
-    const res = await client.post(`${billingPath(user.id)}/package`, { package_id: 'pro' })
+    const res = await client.post(`${billingPath(user.id)}/package`, { package_id: 'pro', reason: 'Upgrade' })
     expect(res.status).toBe(200)
     expect(res.data).toMatchObject({
       available_credits: 605,
@@ -257,7 +268,10 @@ describe('POST /api/admin/users/{user}/billing/package', () => {
     expect(row).toMatchObject({ adminId: adminUser.id, amount: '600.0000', reference: 'pro' })
 
     // Another grant adds again and replaces the current package.
-    const next = await client.post(`${billingPath(user.id)}/package`, { package_id: 'starter' })
+    const next = await client.post(`${billingPath(user.id)}/package`, {
+      package_id: 'starter',
+      reason: 'Downgrade',
+    })
     expect(next.data).toMatchObject({ available_credits: 705, current_package: { id: 'starter' } })
     expect((await client.get(billingPath(user.id))).data.current_package.id).toBe('starter')
   })
@@ -266,11 +280,11 @@ describe('POST /api/admin/users/{user}/billing/package', () => {
     const { client } = await admin()
     const { user } = await createUser(t.database.db)
     for (const packageId of ['platinum', 'PRO', ' ']) {
-      const res = await client.post(`${billingPath(user.id)}/package`, { package_id: packageId })
+      const res = await client.post(`${billingPath(user.id)}/package`, { package_id: packageId, reason: 'x' })
       expect(res.status, packageId).toBe(422)
       expect(Object.keys(res.data.errors)).toEqual(['package_id'])
     }
-    const res = await client.post(`${billingPath(user.id)}/package`, { package_id: 'platinum' })
+    const res = await client.post(`${billingPath(user.id)}/package`, { package_id: 'platinum', reason: 'x' })
     expect(res.data).toEqual(fieldError('package_id', 'The selected package id is invalid.'))
     expect((await client.get(billingPath(user.id))).data).toMatchObject({
       available_credits: 0,

@@ -2,7 +2,7 @@ import { eq } from 'drizzle-orm'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { buildTestApp } from '../../../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../../../test/helpers/client.ts'
-import { createUser, signedInClient } from '../../../../test/helpers/factories.ts'
+import { confirmPassword, createUser, signedInClient } from '../../../../test/helpers/factories.ts'
 import { appUnderTest, mailSinkUnderTest } from '../../../../test/helpers/under-test.ts'
 import { sessions, users } from '../../../db/schema/index.ts'
 
@@ -99,6 +99,8 @@ describe('POST /api/user/change-role/{user}', () => {
   let adminId: number
   beforeAll(async () => {
     const signedIn = await signedInClient(t, { isAdmin: true, verified: true })
+    // A role change needs a recent password confirmation (423 otherwise).
+    await confirmPassword(signedIn.client, signedIn.password)
     admin = signedIn.client
     adminId = signedIn.user.id
   })
@@ -170,7 +172,8 @@ describe('POST /api/user/change-role/{user}', () => {
   })
 
   it('lets an admin demote themself while another admin remains', async () => {
-    const { client, user } = await signedInClient(t, { isAdmin: true })
+    const { client, user, password } = await signedInClient(t, { isAdmin: true })
+    await confirmPassword(client, password)
     const res = await client.post(`/api/user/change-role/${user.id}`, { role: 'user' })
     expect(res).toMatchObject({ status: 200, data: { user: { is_admin: false } } })
     expect((await client.get('/api/users')).status).toBe(403)
@@ -196,6 +199,7 @@ describe('two admins demoting each other at once', () => {
     try {
       const a = await signedInClient(t, { isAdmin: true })
       const b = await signedInClient(t, { isAdmin: true })
+      await Promise.all([confirmPassword(a.client, a.password), confirmPassword(b.client, b.password)])
       const [byA, byB] = await Promise.all([
         a.client.post(`/api/user/change-role/${b.user.id}`, { role: 'user' }),
         b.client.post(`/api/user/change-role/${a.user.id}`, { role: 'user' }),

@@ -1,7 +1,12 @@
 import { eq } from 'drizzle-orm'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { TestClient } from '../../../../test/helpers/client.ts'
-import { createUser, signedInClient, uniqueEmail } from '../../../../test/helpers/factories.ts'
+import {
+  confirmPassword,
+  createUser,
+  signedInClient,
+  uniqueEmail,
+} from '../../../../test/helpers/factories.ts'
 import { appUnderTest, mailSinkUnderTest } from '../../../../test/helpers/under-test.ts'
 import { outbox, sessions, userData, users } from '../../../db/schema/index.ts'
 
@@ -13,6 +18,8 @@ let admin: TestClient
 let adminId: number
 beforeAll(async () => {
   const signedIn = await signedInClient(t, { isAdmin: true, verified: true })
+  // Email, password and role changes need a recent password confirmation (423 otherwise).
+  await confirmPassword(signedIn.client, signedIn.password)
   admin = signedIn.client
   adminId = signedIn.user.id
 })

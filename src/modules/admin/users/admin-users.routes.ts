@@ -1,5 +1,5 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Config } from '../../../config.ts'
 import { commonErrorResponses, MessageResponse, Paginated } from '../../../lib/http-schemas.ts'
 import { signedInUser } from '../../../plugins/guards.ts'
@@ -23,6 +23,13 @@ export default async function adminUsersRoutes(fastify: FastifyInstance, { confi
   const guard = { auth: 'admin' } as const
   const userResponse = { 200: AdminUserResponse, ...commonErrorResponses }
   const actionResponse = { 200: UserActionResponse, ...commonErrorResponses }
+  // An email, password or role change (an admin created, too) needs the password confirmed recently
+  // on this session: 423 otherwise, as the profile's email change and the admin billing changes.
+  const editContext = (request: FastifyRequest) => ({
+    kept: sessionRefOfRequest(request),
+    ipAddress: request.ip ?? null,
+    passwordConfirmed: app.passwordConfirmation.isRecent(request),
+  })
 
   app.get(
     '/api/users',
@@ -44,12 +51,13 @@ export default async function adminUsersRoutes(fastify: FastifyInstance, { confi
       config: guard,
       schema: {
         tags,
-        summary: 'Create a user (mails UserCreated)',
+        summary: 'Create a user (mails UserCreated; an admin needs a recent password confirmation, 423)',
         body: CreateUserBody,
         response: { 201: AdminUserResponse, ...commonErrorResponses },
       },
     },
-    async (request, reply) => reply.code(201).send(await admin.create(signedInUser(request), request.body)),
+    async (request, reply) =>
+      reply.code(201).send(await admin.create(signedInUser(request), request.body, editContext(request))),
   )
 
   app.get(
@@ -64,21 +72,16 @@ export default async function adminUsersRoutes(fastify: FastifyInstance, { confi
       config: guard,
       schema: {
         tags,
-        summary: 'Edit a user',
+        summary:
+          'Edit a user (an email, password or role change is audited and needs a recent password confirmation, 423)',
         params: UserIdParams,
         body: UpdateUserBody,
         response: userResponse,
       },
     },
-    async (request) => {
-      // A new password signs the user out everywhere (but this session, when admins edit themselves).
-      return admin.update(
-        signedInUser(request),
-        request.params.id,
-        request.body,
-        sessionRefOfRequest(request),
-      )
-    },
+    // A new password signs the user out everywhere (but this session, when admins edit themselves).
+    async (request) =>
+      admin.update(signedInUser(request), request.params.id, request.body, editContext(request)),
   )
 
   app.delete(
@@ -121,16 +124,22 @@ export default async function adminUsersRoutes(fastify: FastifyInstance, { confi
     '/api/user/change-role/:user',
     {
       config: guard,
+      preValidation: app.passwordConfirmation.require,
       schema: {
         tags,
-        summary: 'Make a user an admin or a plain user (mails UserRoleChanged)',
+        summary:
+          'Make a user an admin or a plain user (mails UserRoleChanged; audited; 423 without a recent password confirmation)',
         params: UserParams,
         body: ChangeRoleBody,
         response: actionResponse,
       },
     },
     async (request) => {
-      const user = await admin.changeRole(signedInUser(request), request.params.user, request.body.role)
+      const { role, reason } = request.body
+      const user = await admin.changeRole(signedInUser(request), request.params.user, role, {
+        ipAddress: request.ip ?? null,
+        reason,
+      })
       return { message: `The user's role is now ${request.body.role}.`, user }
     },
   )

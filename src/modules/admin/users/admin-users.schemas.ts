@@ -1,6 +1,7 @@
 import { type Static, Type } from 'typebox'
 import { RegisterBody } from '../../auth/auth.schemas.ts'
 import { UserResponse } from '../../users/users.schemas.ts'
+import { AuditReason } from '../audit/admin-audit.schemas.ts'
 
 export const DEFAULT_PER_PAGE = 15
 
@@ -38,6 +39,7 @@ const IsAdmin = Type.Boolean({ description: 'Makes the user an admin; false by d
 export const CreateUserBody = Type.Object({
   ...RegisterBody.properties,
   is_admin: Type.Optional(IsAdmin),
+  reason: Type.Optional(AuditReason),
 })
 export type CreateUserBody = Static<typeof CreateUserBody>
 
@@ -48,10 +50,11 @@ export const UpdateUserBody = Type.Object({
   password: Type.Optional(RegisterBody.properties.password),
   password_confirmation: RegisterBody.properties.password_confirmation,
   is_admin: Type.Optional(IsAdmin),
+  reason: Type.Optional(AuditReason),
 })
 export type UpdateUserBody = Static<typeof UpdateUserBody>
 
-export const ChangeRoleBody = Type.Object({ role: Role })
+export const ChangeRoleBody = Type.Object({ role: Role, reason: Type.Optional(AuditReason) })
 export type ChangeRoleBody = Static<typeof ChangeRoleBody>
 
 /** A user as admins see them: the app's user object plus whether (and since when) they are blocked. */

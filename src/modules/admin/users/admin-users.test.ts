@@ -1,7 +1,12 @@
 import { eq } from 'drizzle-orm'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { TestClient } from '../../../../test/helpers/client.ts'
-import { createUser, signedInClient, uniqueEmail } from '../../../../test/helpers/factories.ts'
+import {
+  confirmPassword,
+  createUser,
+  signedInClient,
+  uniqueEmail,
+} from '../../../../test/helpers/factories.ts'
 import { appUnderTest, mailSinkUnderTest } from '../../../../test/helpers/under-test.ts'
 import { users } from '../../../db/schema/index.ts'
 
@@ -9,7 +14,10 @@ const sink = mailSinkUnderTest()
 const t = appUnderTest(() => ({ env: { MAIL_URL: sink.url } }))
 let admin: TestClient
 beforeAll(async () => {
-  admin = (await signedInClient(t, { isAdmin: true, verified: true })).client
+  const signedIn = await signedInClient(t, { isAdmin: true, verified: true })
+  // Email, password and role changes (and creating an admin) need a recent password confirmation.
+  await confirmPassword(signedIn.client, signedIn.password)
+  admin = signedIn.client
 })
 
 const userRow = async (id: number) => (await t.database.db.select().from(users).where(eq(users.id, id)))[0]
