@@ -11,6 +11,7 @@ import { createAnalysisService } from './modules/ai/analysis/analysis.service.ts
 import { ANALYSIS_JOB, queueAnalysis } from './modules/ai/analysis/analysis-requests.ts'
 import { countAiCalls } from './modules/ai/calls/ai-call-metrics.ts'
 import { type AiCallRecorder, createAiCallRecorder } from './modules/ai/calls/ai-call-recorder.ts'
+import type { FeatureMeter } from './modules/ai/metering.ts'
 import { type ConfiguredModel, configuredModel } from './modules/ai/model.ts'
 import { accountTools } from './modules/ai/tools/account-tools.ts'
 import { knowledgeBaseTools } from './modules/ai/tools/knowledge-base-tools.ts'
@@ -27,6 +28,7 @@ import { createJoinRequestsService } from './modules/chat/join-requests/join-req
 import { createMessagesService } from './modules/chat/messages/messages.service.ts'
 import { createPeopleService } from './modules/chat/people/people.service.ts'
 import { type BillingCatalog, loadBillingCatalog } from './modules/credits/billing.catalog.ts'
+import { createFeatureMeter } from './modules/credits/feature-meter.ts'
 import { countHoldTransitions } from './modules/credits/holds/holds.metrics.ts'
 import { createHoldsService } from './modules/credits/holds/holds.service.ts'
 import { createLedgerService } from './modules/credits/ledger.service.ts'
@@ -102,6 +104,8 @@ function assembleServices(app: FastifyInstance, config: Config, catalog: Billing
   const aiLog = app.log.child({ component: 'ai' })
   const model = configuredModel(config)
   const aiCalls = createAiCallRecorder({ db, clock, events })
+  // What AI answers and analyses cost, from the catalogue, on the ledger (docs/credits.md).
+  const meter = createFeatureMeter({ ledger, catalog, log: aiLog })
   const analysis = createAnalysisService({ db, appUrl: config.appUrl })
 
   const chatDeps: ChatDeps = {
@@ -114,6 +118,7 @@ function assembleServices(app: FastifyInstance, config: Config, catalog: Billing
     presence: app.realtime,
     askAi: (tx, question) =>
       queueAnalysis(tx, app.outbox, { ...question, model: model.name, at: clock.now() }),
+    affordAi: (userId) => meter.check(userId, 'ai_analysis', 'ask_ai'),
   }
   const groups = createGroupsService(chatDeps)
   const passwordReset = createPasswordResetService({
@@ -205,6 +210,7 @@ function assembleServices(app: FastifyInstance, config: Config, catalog: Billing
       timeoutMs: config.ai.timeoutMs,
       stopping: app.shutdown.closing,
       log: aiLog,
+      meter,
     }),
     channels: createChannelAuthService({
       key: config.realtime.key,
@@ -235,7 +241,7 @@ function assembleServices(app: FastifyInstance, config: Config, catalog: Billing
     support: createSupportService({ db, clock, supportEmail: config.supportEmail, queueMail }),
   }
 
-  wireConsequences(app, config, { model, calls: aiCalls, log: aiLog })
+  wireConsequences(app, config, { model, calls: aiCalls, log: aiLog, meter })
   return built
 }
 
@@ -247,7 +253,7 @@ function assembleServices(app: FastifyInstance, config: Config, catalog: Billing
 function wireConsequences(
   app: FastifyInstance,
   config: Config,
-  ai: { model: ConfiguredModel; calls: AiCallRecorder; log: FastifyBaseLogger },
+  ai: { model: ConfiguredModel; calls: AiCallRecorder; log: FastifyBaseLogger; meter: FeatureMeter },
 ): void {
   const { events } = app
   countAiCalls(app.metrics, events)
@@ -273,6 +279,7 @@ function wireConsequences(
       calls: ai.calls,
       timeoutMs: config.ai.timeoutMs,
       log: ai.log,
+      meter: ai.meter,
     }),
     {
       maxAttempts: config.ai.jobAttempts,

@@ -16,6 +16,8 @@ export interface UserOverrides {
   isAdmin?: boolean
   verified?: boolean
   blocked?: boolean
+  /** Credits granted through the ledger (an admin adjustment), e.g. for the metered AI features. */
+  credits?: number | string
 }
 
 export const uniqueEmail = (prefix = 'user') => `${prefix}-${randomBytes(5).toString('hex')}@example.com`
@@ -40,6 +42,7 @@ export async function createUser(
       .where(eq(users.id, user.id))
       .returning()) as [UserRow]
   }
+  if (overrides.credits !== undefined) await grantCredits(db, user.id, overrides.credits)
   return { user, password }
 }
 

@@ -35,7 +35,7 @@ export default async function aiRoutes(fastify: FastifyInstance, { config }: { c
         },
       },
       async (request, reply) => {
-        const question = agents.prepare(agent, request.user ?? null, request.id, request.body)
+        const question = await agents.prepare(agent, request.user ?? null, request.id, request.body)
         return sendEventStream(
           reply,
           { headers: UI_STREAM_HEADERS, frame: sseEvent, end: SSE_DONE, log },

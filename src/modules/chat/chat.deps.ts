@@ -18,4 +18,9 @@ export interface ChatDeps {
   presence: Pick<Realtime, 'online' | 'lastSeen'>
   /** Queues the AI analysis of a message posted with `ask_ai`, in the post's transaction. */
   askAi?: (tx: Db, question: { groupId: number; messageId: number }) => Promise<void>
+  /**
+   * Before a message with `ask_ai` is posted: a 422 on `ask_ai` when the asker's spendable credits
+   * do not cover an AI market analysis (the credits module's meter, handed in by src/services.ts).
+   */
+  affordAi?: (userId: number) => Promise<void>
 }

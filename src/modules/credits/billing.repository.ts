@@ -1,4 +1,4 @@
-import { and, count, desc, eq, max, sql, sum } from 'drizzle-orm'
+import { and, count, desc, eq, inArray, max, sql, sum } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { creditAccounts, creditTransactions, paymentEvents } from '../../db/schema/index.ts'
 
@@ -54,19 +54,31 @@ export function createBillingRepository({ db }: { db: Db }) {
       return row?.id ?? null
     },
 
-    /** The user's `feature_use` ledger rows grouped by feature (the row's reference), most used first. */
+    /**
+     * The user's used features, most used first: `feature_use` ledger rows grouped by feature (the
+     * row's reference), and hold captures as `automated_order` (a captured hold is an automated
+     * order paid for: its credits are the hold's).
+     */
     async featureUses(userId: number): Promise<FeatureUse[]> {
+      const featureId = sql<
+        string | null
+      >`case when ${creditTransactions.kind} = 'hold_capture' then 'automated_order' else ${creditTransactions.reference} end`
       const rows = await db
         .select({
-          featureId: creditTransactions.reference,
+          featureId,
           uses: count(),
           credits: sql<string>`-${sum(creditTransactions.amount)}`,
           lastUsedAt: max(creditTransactions.createdAt),
         })
         .from(creditTransactions)
-        .where(and(eq(creditTransactions.userId, userId), eq(creditTransactions.kind, 'feature_use')))
-        .groupBy(creditTransactions.reference)
-        .orderBy(desc(count()), creditTransactions.reference)
+        .where(
+          and(
+            eq(creditTransactions.userId, userId),
+            inArray(creditTransactions.kind, ['feature_use', 'hold_capture']),
+          ),
+        )
+        .groupBy(featureId)
+        .orderBy(desc(count()), featureId)
       return rows.map((row) => ({ ...row, credits: String(row.credits) }))
     },
   }

@@ -153,6 +153,43 @@ describe('GET /api/admin/users/{user}/billing', () => {
   })
 })
 
+describe('used_features: automated orders', () => {
+  it('counts each captured hold as an automated_order use, with the credits it captured; a released hold is no use', async () => {
+    const { client } = await admin()
+    const owner = await signedInClient(t, { credits: 10 })
+    for (const [order, amount] of [
+      ['auto-1', undefined],
+      ['auto-2', 2.5],
+      ['auto-3', 1],
+    ] as const) {
+      const hold = await owner.client.post('/api/credit-holds', {
+        broker_parent_order_id: order,
+        ...(amount === undefined ? {} : { credits_amount: amount }),
+      })
+      expect(hold.status).toBe(201)
+    }
+    for (const order of ['auto-1', 'auto-2']) {
+      const captured = await owner.client.post('/api/credit-holds/capture', { broker_parent_order_id: order })
+      expect(captured.status).toBe(200)
+    }
+    expect(
+      (await owner.client.post('/api/credit-holds/release', { broker_parent_order_id: 'auto-3' })).status,
+    ).toBe(200)
+    const res = await client.get(billingPath(owner.user.id))
+    expect(res.status).toBe(200)
+    // The first hold took HOLD_DEFAULT_CREDITS (1), the catalogue's automated_order cost.
+    expect(res.data.used_features).toEqual([
+      {
+        feature_id: 'automated_order',
+        name: 'Automated order',
+        uses: 2,
+        credits: 3.5,
+        last_used_at: expect.stringMatching(DATE),
+      },
+    ])
+  })
+})
+
 describe('POST /api/admin/users/{user}/billing/adjust', () => {
   it("adds credits as an admin_adjustment row carrying the admin's id and the reason", async () => {
     const { client, user: adminUser } = await admin()

@@ -5,6 +5,7 @@ import type { AgentBody, AgentName } from '../ai.schemas.ts'
 import { MAX_CHAT_TEXT_BYTES } from '../ai.schemas.ts'
 import type { AiCallRecorder, CallEnd } from '../calls/ai-call-recorder.ts'
 import { modelStreamOpener } from '../lean-chat-stream.ts'
+import type { AiFeature, FeatureMeter, FeatureReservation } from '../metering.ts'
 import type { ConfiguredModel } from '../model.ts'
 import { type Toolbox, toolNamesFor } from '../tools/toolbox.ts'
 import { toUiChunk, type UiChunk } from '../ui-stream.ts'
@@ -35,6 +36,15 @@ export interface AgentQuestion {
   user: UserRow | null
   requestId: string
   messages: ModelMessage[]
+  /** The answer's cost set aside for a signed-in user of a metered agent; absent when it is free. */
+  reservation?: FeatureReservation
+}
+
+/** The catalogue feature an agent's answer is for a signed-in user; the support agent is free. */
+export const AGENT_FEATURES: Record<AgentName, AiFeature | null> = {
+  trading: 'ai_trading_agent',
+  assistant: 'ai_assistant',
+  support: null,
 }
 
 const textOf = (parts: AgentBody['messages'][number]['parts']) =>
@@ -82,83 +92,112 @@ export function createAgentsService(deps: {
   /** Aborts when the server stops serving streams (app.shutdown.closing): answers under way end then. */
   stopping: AbortSignal
   log: AgentLogger
+  /** Charges a signed-in user's answers (src/modules/credits/feature-meter.ts); absent: all free. */
+  meter?: Pick<FeatureMeter, 'reserve'>
 }) {
   const { model, toolbox, calls, log } = deps
   const open = modelStreamOpener(model.model)
 
+  /** Streams the answer; a completed one charges the question's reservation. */
+  async function answerOnce(question: AgentQuestion, sink: AnswerSink): Promise<void> {
+    const call = calls.start({
+      userId: question.user?.id ?? null,
+      source: question.agent,
+      model: model.name,
+    })
+    const timeout = AbortSignal.timeout(deps.timeoutMs)
+    const names = toolNamesFor(question.agent, question.user !== null, deps.edition)
+    const tools = toolbox.toolSet(
+      names,
+      { user: question.user, requestId: question.requestId },
+      call.toolCalls,
+    )
+    let usage: Extract<CallEnd, { status: 'completed' }>['usage']
+    let failure: unknown
+    let finished = false
+
+    await sink.write({ type: 'start' })
+    try {
+      // No retries (a failed call is the user's to retry), and failures are recorded and logged
+      // below, masked.
+      const parts = streamSteps({
+        open,
+        system: AGENT_INSTRUCTIONS[question.agent],
+        messages: question.messages,
+        tools,
+        maxSteps: MAX_STEPS,
+        abortSignal: AbortSignal.any([sink.signal, timeout, deps.stopping]),
+      })
+      for await (const part of parts) {
+        if (part.type === 'finish-step') call.steps++
+        if (part.type === 'finish') {
+          usage = part.totalUsage
+          finished = true
+        }
+        if (part.type === 'error') failure ??= part.error
+        const chunk = toUiChunk(part)
+        if (chunk && !sink.signal.aborted) await sink.write(chunk)
+      }
+    } catch (error) {
+      failure ??= error
+    }
+
+    if (sink.signal.aborted) {
+      await call.end({ status: 'aborted', reason: 'The client went away.' })
+      return
+    }
+    // A stop ends the answer as cleanly as a failure does (the client sees an error, then the
+    // end), but it is recorded as cut short, not as a model failure.
+    if (deps.stopping.aborted && !finished) {
+      await sink.write({ type: 'error', errorText: INTERRUPTED_TEXT })
+      await sink.write({ type: 'finish' })
+      await call.end({ status: 'aborted', reason: INTERRUPTED_TEXT })
+      return
+    }
+    if (failure !== undefined || !finished) {
+      const reason = timeout.aborted ? TIMED_OUT_TEXT : FAILED_TEXT
+      await sink.write({ type: 'error', errorText: reason })
+      await sink.write({ type: 'finish' })
+      const aiCallId = await call.end({ status: 'failed', reason })
+      // The code and message only: a provider error object also carries the whole prompt.
+      log.warn({ aiCallId, agent: question.agent, failure: describeFailure(failure) }, 'AI call failed')
+      return
+    }
+    await sink.write({ type: 'finish' })
+    const aiCallId = await call.end({ status: 'completed', usage })
+    // Only a completed answer is charged, once, before the stream ends.
+    await question.reservation?.charge(aiCallId)
+  }
+
   return {
-    /** Checks a request body and turns it into a question; a 422 here comes before any stream starts. */
-    prepare(agent: AgentName, user: UserRow | null, requestId: string, body: AgentBody): AgentQuestion {
-      return { agent, user, requestId, messages: toModelMessages(body) }
+    /**
+     * Checks a request body and turns it into a question; for a signed-in user of a metered agent,
+     * sets the answer's cost aside, or refuses with a 422 on `credits` when their spendable credits
+     * do not cover it. A 422 here comes before any stream starts, and before the model is asked.
+     */
+    async prepare(
+      agent: AgentName,
+      user: UserRow | null,
+      requestId: string,
+      body: AgentBody,
+    ): Promise<AgentQuestion> {
+      const messages = toModelMessages(body)
+      const feature = AGENT_FEATURES[agent]
+      const reservation =
+        user && feature && deps.meter ? await deps.meter.reserve(user.id, feature, 'credits') : undefined
+      return { agent, user, requestId, messages, reservation }
     },
 
-    /** Streams the answer into `sink`, ending with `finish` (after an `error` chunk if it failed). */
+    /**
+     * Streams the answer into `sink`, ending with `finish` (after an `error` chunk if it failed).
+     * A failed or aborted answer charges nothing: its cost set aside is released.
+     */
     async answer(question: AgentQuestion, sink: AnswerSink): Promise<void> {
-      const call = calls.start({
-        userId: question.user?.id ?? null,
-        source: question.agent,
-        model: model.name,
-      })
-      const timeout = AbortSignal.timeout(deps.timeoutMs)
-      const names = toolNamesFor(question.agent, question.user !== null, deps.edition)
-      const tools = toolbox.toolSet(
-        names,
-        { user: question.user, requestId: question.requestId },
-        call.toolCalls,
-      )
-      let usage: Extract<CallEnd, { status: 'completed' }>['usage']
-      let failure: unknown
-      let finished = false
-
-      await sink.write({ type: 'start' })
       try {
-        // No retries (a failed call is the user's to retry), and failures are recorded and logged
-        // below, masked.
-        const parts = streamSteps({
-          open,
-          system: AGENT_INSTRUCTIONS[question.agent],
-          messages: question.messages,
-          tools,
-          maxSteps: MAX_STEPS,
-          abortSignal: AbortSignal.any([sink.signal, timeout, deps.stopping]),
-        })
-        for await (const part of parts) {
-          if (part.type === 'finish-step') call.steps++
-          if (part.type === 'finish') {
-            usage = part.totalUsage
-            finished = true
-          }
-          if (part.type === 'error') failure ??= part.error
-          const chunk = toUiChunk(part)
-          if (chunk && !sink.signal.aborted) await sink.write(chunk)
-        }
-      } catch (error) {
-        failure ??= error
+        await answerOnce(question, sink)
+      } finally {
+        question.reservation?.release()
       }
-
-      if (sink.signal.aborted) {
-        await call.end({ status: 'aborted', reason: 'The client went away.' })
-        return
-      }
-      // A stop ends the answer as cleanly as a failure does (the client sees an error, then the
-      // end), but it is recorded as cut short, not as a model failure.
-      if (deps.stopping.aborted && !finished) {
-        await sink.write({ type: 'error', errorText: INTERRUPTED_TEXT })
-        await sink.write({ type: 'finish' })
-        await call.end({ status: 'aborted', reason: INTERRUPTED_TEXT })
-        return
-      }
-      if (failure !== undefined || !finished) {
-        const reason = timeout.aborted ? TIMED_OUT_TEXT : FAILED_TEXT
-        await sink.write({ type: 'error', errorText: reason })
-        await sink.write({ type: 'finish' })
-        const aiCallId = await call.end({ status: 'failed', reason })
-        // The code and message only: a provider error object also carries the whole prompt.
-        log.warn({ aiCallId, agent: question.agent, failure: describeFailure(failure) }, 'AI call failed')
-        return
-      }
-      await sink.write({ type: 'finish' })
-      await call.end({ status: 'completed', usage })
     },
   }
 }

@@ -53,6 +53,8 @@ beforeEach(() => {
 })
 
 const AGENT_NAMES = ['support', 'trading', 'assistant'] as const
+/** Signed-in users pay for trading and assistant answers (docs/credits.md): these have plenty. */
+const PAYING = { credits: 1000 }
 const SDKS: SdkVersion[] = ['current', 'v5']
 const tag = () => randomBytes(4).toString('hex')
 
@@ -126,7 +128,7 @@ const ofType = (chunks: Chunk[], type: string) => chunks.filter((chunk) => chunk
 
 describe('streaming an answer', () => {
   it.each(SDKS)('delivers the text chunks in order (%s client)', async (sdk) => {
-    const { client } = await signedInClient(t)
+    const { client } = await signedInClient(t, PAYING)
     const pieces = [`Alpha-${tag()} `, `beta-${tag()}, `, `gamma-${tag()} `, `delta-${tag()}.`]
     model.reply({ text: pieces })
     const answer = await ask(client, 'assistant', [userMessage('Tell me something.')], { sdk })
@@ -148,7 +150,7 @@ describe('streaming an answer', () => {
   })
 
   it('answers with the UI message stream headers, SSE frames, no finishReason, and data: [DONE] last', async () => {
-    const { client } = await signedInClient(t)
+    const { client } = await signedInClient(t, PAYING)
     const pieces = [`One ${tag()} `, `two ${tag()}`]
     model.reply({ text: pieces })
     const res = await post(client, 'support', { messages: [userMessage('Hello?')] })
@@ -174,7 +176,7 @@ describe('a tool call', () => {
   it.each(SDKS)(
     'runs search_knowledge_base on the synced articles, hands the result to the model, then streams its answer (%s client)',
     async (sdk) => {
-      const { client, user } = await signedInClient(t)
+      const { client, user } = await signedInClient(t, PAYING)
       const callId = `call_${tag()}`
       const final = [`Credits are explained ${tag()} `, `in the help articles ${tag()}.`]
       model.reply(
@@ -285,7 +287,7 @@ describe('the tools offered to the model', () => {
 
   /** Asks `agent` as a guest or a new user and answers the names of the tools the model was offered. */
   async function offered(app: TestApp, agent: string, who: Who): Promise<string[]> {
-    const client = who === 'guest' ? new TestClient(app.baseUrl) : (await signedInClient(app)).client
+    const client = who === 'guest' ? new TestClient(app.baseUrl) : (await signedInClient(app, PAYING)).client
     const answer = await ask(client, agent, [userMessage('What can you do?')])
     expect(answer.thrown).toBeUndefined()
     expect(model.requests).toHaveLength(1)
@@ -334,8 +336,8 @@ describe('the tools offered to the model', () => {
 
 describe("the trading agent's account tools", () => {
   it("list_strategies answers the caller's strategies, never another user's", async () => {
-    const alice = await signedInClient(t)
-    const bob = await signedInClient(t)
+    const alice = await signedInClient(t, PAYING)
+    const bob = await signedInClient(t, PAYING)
     const create = async (client: TestClient, name: string) => {
       const res = await client.post('/api/strategies', { name, symbol: 'BTC-USD' })
       expect(res.status).toBe(201)
@@ -410,7 +412,7 @@ describe('tools that cannot answer', () => {
   )
 
   it('hands the model a plain error when the upstream fails, records the tool as not ok, and completes', async () => {
-    const { client, user } = await signedInClient(t)
+    const { client, user } = await signedInClient(t, PAYING)
     const secret = `SQLSTATE[HY000] ${tag()}`
     upstream.on('GET', '/strategies', { status: 500, body: { message: secret } })
     const callId = `call_${tag()}`
@@ -448,7 +450,7 @@ describe('guards and validation', () => {
     expect(res.status).toBe(401)
     expect(res.data).toEqual({ message: 'Unauthenticated.' })
 
-    const { client } = await signedInClient(t)
+    const { client } = await signedInClient(t, PAYING)
     for (const agent of AGENT_NAMES) {
       for (const who of [new TestClient(t.baseUrl), guest, client]) {
         const refused = await who.post(`/api/ai/agents/${agent}`, body(), { withoutCsrf: true })
@@ -511,7 +513,7 @@ describe('guards and validation', () => {
   it.each(bad)(
     'answers 422 {message, errors} to %s, before any model call or record',
     async (_label, payload) => {
-      const { client, user } = await signedInClient(t)
+      const { client, user } = await signedInClient(t, PAYING)
       for (const agent of AGENT_NAMES) {
         const res = await post(client, agent, payload)
         expect(res.status, `${agent}: ${res.text}`).toBe(422)
@@ -530,7 +532,7 @@ describe('guards and validation', () => {
   )
 
   it('accepts exactly 32 KiB of text', async () => {
-    const { client } = await signedInClient(t)
+    const { client } = await signedInClient(t, PAYING)
     // Two messages of 8,192 two-byte characters: 32,768 bytes, the most the rule allows.
     const half = 'é'.repeat(8192)
     const res = await post(client, 'support', { messages: [userMessage(half), userMessage(half)] })
@@ -555,7 +557,7 @@ describe('the throttle: 60 a minute across the three agents', () => {
   }
 
   async function expectThrottled(app: TestApp) {
-    const { client } = await signedInClient(app)
+    const { client } = await signedInClient(app, PAYING)
     const last = await spend(client, 60, AGENT_NAMES)
     expect(last?.headers.get('x-ratelimit-limit')).toBe('60')
     expect(last?.headers.get('x-ratelimit-remaining')).toBe('0')
@@ -574,7 +576,7 @@ describe('the throttle: 60 a minute across the three agents', () => {
     expect(model.requests).toHaveLength(60)
 
     // Another user has a window of their own.
-    const other = await signedInClient(app)
+    const other = await signedInClient(app, PAYING)
     expect((await post(other.client, 'trading', { messages: [userMessage('Mine?')] })).status).toBe(200)
     expect(model.requests).toHaveLength(61)
     return client
@@ -588,7 +590,7 @@ describe('the throttle: 60 a minute across the three agents', () => {
     expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
     expect(model.requests).toHaveLength(60)
     // A signed-in user at the same address is counted as themselves.
-    const { client } = await signedInClient(app)
+    const { client } = await signedInClient(app, PAYING)
     expect((await post(client, 'assistant', { messages: [userMessage('And me?')] })).status).toBe(200)
   }
 
@@ -634,7 +636,7 @@ describe('the throttle: 60 a minute across the three agents', () => {
 
 describe('a client going away', () => {
   it('cuts the model request and records the call as aborted', async () => {
-    const { client, user } = await signedInClient(t)
+    const { client, user } = await signedInClient(t, PAYING)
     const events = recordEvents(t.app, ['AiCallCompleted', 'AiCallFailed'])
     const pieces = Array.from({ length: 10 }, (_, i) => `part ${i} ${tag()} `)
     model.reply({ text: pieces, gapMs: 200 })
@@ -683,7 +685,7 @@ async function expectCleanFailure(
   reason: string,
   leaks: string[],
 ) {
-  const { client, user } = await signedInClient(app)
+  const { client, user } = await signedInClient(app, PAYING)
   const events = recordEvents(app.app, ['AiCallCompleted', 'AiCallFailed'])
   model.reply(script)
   const answer = await ask(client, 'assistant', [userMessage('Hello?')], { sdk })
@@ -740,7 +742,7 @@ describe('when the model fails', () => {
     )
 
     it('sends nothing else on the wire: no provider text, no stack, data: [DONE] last', async () => {
-      const { client } = await signedInClient(t)
+      const { client } = await signedInClient(t, PAYING)
       model.reply(script)
       const res = await post(client, 'support', { messages: [userMessage('Hello?')] })
       expect(res.status).toBe(200)
@@ -780,7 +782,7 @@ describe('when the model fails', () => {
 
 describe('a completed call', () => {
   it("emits AiCallCompleted once, with the record's id and token counts", async () => {
-    const { client, user } = await signedInClient(t)
+    const { client, user } = await signedInClient(t, PAYING)
     const events = recordEvents(t.app, ['AiCallCompleted', 'AiCallFailed'])
     const usage = {
       prompt_tokens: 100 + Math.floor(Math.random() * 900),

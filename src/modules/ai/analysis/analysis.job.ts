@@ -11,6 +11,7 @@ import type { ServiceEvents } from '../../../plugins/events.ts'
 import { emitAll, messagePosted } from '../../chat/chat.events.ts'
 import { appendMessage, lockGroupForPost } from '../../chat/messages/append-message.ts'
 import { type AiCallRecorder, INTERRUPTED_REASON } from '../calls/ai-call-recorder.ts'
+import type { FeatureMeter } from '../metering.ts'
 import type { ConfiguredModel } from '../model.ts'
 import { createAnalysisRepository } from './analysis.repository.ts'
 
@@ -34,6 +35,8 @@ export interface AnalysisJobDeps {
   calls: AiCallRecorder
   timeoutMs: number
   log: { warn(obj: object, msg: string): void }
+  /** Charges the asker for a completed analysis (src/modules/credits/feature-meter.ts); absent: free. */
+  meter?: Pick<FeatureMeter, 'charge'>
 }
 
 /** The model input of a question: its text, then its images as file parts (other files are named only). */
@@ -148,11 +151,15 @@ export function createAnalysisJob(deps: AnalysisJobDeps) {
     } finally {
       // No answer posted (the question was deleted meanwhile, or another run answered first): the
       // call was for nothing, which is an abort, not a completion to announce.
-      await call.end(
+      const aiCallId = await call.end(
         messageId === null
           ? { status: 'aborted', reason: 'The question was withdrawn or already answered.' }
           : { status: 'completed', usage, messageId },
       )
+      // Only the run that posted the answer charges the asker, once (one row per ai_calls row).
+      if (messageId !== null && question.authorId !== null) {
+        await deps.meter?.charge({ userId: question.authorId, feature: 'ai_analysis', aiCallId })
+      }
     }
   }
 }

@@ -131,13 +131,16 @@ async function jobOf(db: Db, analysisId: number) {
   return rows[0] as NonNullable<(typeof rows)[number]>
 }
 
+/** A signed-in user pays for an AI market analysis (docs/credits.md): these have plenty. */
+const PAYING = { credits: 1000 }
+
 /** An owner's public group with `names.length` further members; each is a signed-in client. */
 async function room(t: TestApp, ...names: string[]) {
-  const owner = await signedInClient(t, { name: 'Olivia' })
+  const owner = await signedInClient(t, { name: 'Olivia', ...PAYING })
   const group = await createGroup(owner.client, { name: `Charts ${randomBytes(3).toString('hex')}` })
   const members = []
   for (const name of names) {
-    const member = await signedInClient(t, { name })
+    const member = await signedInClient(t, { name, ...PAYING })
     await joinGroup(member.client, group.id)
     members.push(member)
   }
@@ -648,7 +651,7 @@ describe('analysis jobs across instances', () => {
   it('takes up after a restart a job whose first try failed, and completes it exactly once', async () => {
     const deadPort = await freePort()
     const a = await instance(aiEnv(`http://127.0.0.1:${deadPort}/v1`, { AI_JOB_RETRY_MS: '60000' }))
-    const { user: owner, password } = await createUser(database.db, { name: 'Olivia' })
+    const { user: owner, password } = await createUser(database.db, { name: 'Olivia', ...PAYING })
     const ownerAtA = await signInAt(a.baseUrl, owner.email, password)
     const group = await createGroup(ownerAtA)
     const failures = recordEvents(a.app, ['AiCallFailed', 'AiCallCompleted'])
@@ -704,7 +707,7 @@ describe('analysis jobs across instances', () => {
     // and only an uncounted one leaves the job a try.
     const env = aiEnv(model.url, { AI_JOB_ATTEMPTS: '1', AI_TIMEOUT_MS: '60000' })
     const a = await instance(env)
-    const { user: owner, password } = await createUser(database.db, { name: 'Olivia' })
+    const { user: owner, password } = await createUser(database.db, { name: 'Olivia', ...PAYING })
     const ownerAtA = await signInAt(a.baseUrl, owner.email, password)
     const group = await createGroup(ownerAtA)
     const atA = recordEvents(a.app, ['AiCallFailed', 'AiCallCompleted', 'SocketMessage'])
@@ -764,7 +767,7 @@ describe('analysis jobs across instances', () => {
     const lag = d.clock.nowMs() - c.clock.nowMs()
     c.clock.advance(Math.max(0, lag))
 
-    const { user: owner, password } = await createUser(database.db, { name: 'Olivia' })
+    const { user: owner, password } = await createUser(database.db, { name: 'Olivia', ...PAYING })
     const ownerAtC = await signInAt(c.baseUrl, owner.email, password)
     const group = await createGroup(ownerAtC)
     const { user: watcher, password: watcherPassword } = await createUser(database.db, { name: 'Lena' })

@@ -97,6 +97,8 @@ export function createMessagesService(deps: ChatDeps) {
       }
       let message: Message
       try {
+        // Before the transaction: the check reads the credits on a connection of its own.
+        if (input.askAi && deps.askAi) await deps.affordAi?.(user.id)
         message = await db.transaction(async (tx) => {
           const access = await accessGroup(createGroupsRepository({ db: tx }), user, input.groupId, {
             lock: true,
