@@ -11,8 +11,9 @@ import { createAnalysisService } from './modules/ai/analysis/analysis.service.ts
 import { ANALYSIS_JOB, queueAnalysis } from './modules/ai/analysis/analysis-requests.ts'
 import { countAiCalls } from './modules/ai/calls/ai-call-metrics.ts'
 import { type AiCallRecorder, createAiCallRecorder } from './modules/ai/calls/ai-call-recorder.ts'
-import type { FeatureMeter } from './modules/ai/metering.ts'
+import { type FeatureMeter, unmetered } from './modules/ai/metering.ts'
 import { type ConfiguredModel, configuredModel } from './modules/ai/model.ts'
+import { OFFLINE_MODEL_ID } from './modules/ai/offline-model.ts'
 import { accountTools } from './modules/ai/tools/account-tools.ts'
 import { knowledgeBaseTools } from './modules/ai/tools/knowledge-base-tools.ts'
 import { marketTools } from './modules/ai/tools/market-tools.ts'
@@ -105,7 +106,8 @@ function assembleServices(app: FastifyInstance, config: Config, catalog: Billing
   const model = configuredModel(config)
   const aiCalls = createAiCallRecorder({ db, clock, events })
   // What AI answers and analyses cost, from the catalogue, on the ledger (docs/credits.md).
-  const meter = createFeatureMeter({ ledger, catalog, log: aiLog })
+  const meter =
+    model.name === OFFLINE_MODEL_ID ? unmetered : createFeatureMeter({ ledger, catalog, log: aiLog })
   const analysis = createAnalysisService({ db, appUrl: config.appUrl })
 
   const chatDeps: ChatDeps = {

@@ -201,6 +201,25 @@ describe('what stays free', () => {
   })
 })
 
+describe('a server with no model configured', () => {
+  const offline = appUnderTest()
+
+  it('answers from the help articles for free: no check, no charge', async () => {
+    const { client, user } = await signedInClient(offline)
+    for (const agent of ['trading', 'assistant']) {
+      const answer = await askAgent(client, agent, [userMessage('How do I reset my password?')])
+      expect(answer.text.length).toBeGreaterThan(0)
+    }
+    const calls = await offline.database.db.select().from(aiCalls).where(eq(aiCalls.userId, user.id))
+    expect(calls.map((call) => call.status)).toEqual(['completed', 'completed'])
+    const uses = await offline.database.db
+      .select()
+      .from(creditTransactions)
+      .where(eq(creditTransactions.userId, user.id))
+    expect(uses).toEqual([])
+  })
+})
+
 describe('an answer that does not complete', () => {
   it('a failed answer charges nothing, and frees its cost for the next question', async () => {
     const { client, user } = await signedInClient(t, { credits: 1 })

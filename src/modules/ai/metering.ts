@@ -30,3 +30,13 @@ export interface FeatureMeter {
   /** Debits the cost of a completed call once (as FeatureReservation.charge). */
   charge(use: { userId: number; feature: AiFeature; aiCallId: number }): Promise<ChargeOutcome>
 }
+
+/**
+ * The meter of a server with no model configured: the offline assistant only quotes the help
+ * articles, which is not the AI answer the catalogue prices, so nothing is checked or charged.
+ */
+export const unmetered: FeatureMeter = {
+  reserve: async () => ({ charge: async () => 'free', release() {} }),
+  check: async () => {},
+  charge: async () => 'free',
+}
