@@ -288,6 +288,8 @@ describe('the series', () => {
   })
 
   it('count AI calls by agent and status, and the tokens of completed ones', async () => {
+    // The answers cost credits (docs/credits.md): enough for both, whatever the hold test left.
+    await grantCredits(t.database.db, user.id, 2)
     const moved = await baseline()
     model.reply({ text: 'Fine, thanks.', usage: { prompt_tokens: 40, completion_tokens: 7 } })
     expect((await askAgent(client, 'trading', [userMessage('How are you?')])).text).toBe('Fine, thanks.')

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll } from 'vitest'
 import { buildTestApp, type TestApp, type TestAppOptions } from './build-test-app.ts'
 import { FakeModel } from './fake-model.ts'
+import { FakeStripe } from './fake-stripe.ts'
 import { FakeUpstream } from './fake-upstream.ts'
 import { SmtpSink } from './smtp-sink.ts'
 
@@ -78,5 +79,14 @@ export function fakeModelUnderTest(): FakeModel {
     'the fake model',
     () => new FakeModel().start(),
     (model) => model.stop(),
+  )
+}
+
+/** A fake Stripe API a file's tests share (or a describe block's), started before them (call it before the app that calls it) and stopped after. */
+export function fakeStripeUnderTest(): FakeStripe {
+  return underTest(
+    'the fake Stripe',
+    () => new FakeStripe().start(),
+    (stripe) => stripe.stop(),
   )
 }

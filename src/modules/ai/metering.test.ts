@@ -4,6 +4,7 @@ import { askAgent, sessionHeaders, userMessage } from '../../../test/helpers/ai-
 import { createGroup } from '../../../test/helpers/chat.ts'
 import { TestClient } from '../../../test/helpers/client.ts'
 import { signedInClient } from '../../../test/helpers/factories.ts'
+import { eventuallyPasses } from '../../../test/helpers/passes.ts'
 import { appUnderTest, fakeModelUnderTest } from '../../../test/helpers/under-test.ts'
 import { aiCalls, chatMessages, creditTransactions } from '../../db/schema/index.ts'
 import { createFeatureMeter } from '../credits/feature-meter.ts'
@@ -59,18 +60,6 @@ async function post(client: TestClient, agent: string, text: string) {
   const body = await res.text()
   const json = (res.headers.get('content-type') ?? '').includes('json') ? JSON.parse(body) : undefined
   return { status: res.status, headers: res.headers, body, json }
-}
-
-async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    try {
-      return await check()
-    } catch (error) {
-      if (Date.now() > deadline) throw error
-      await new Promise((resolve) => setTimeout(resolve, 25))
-    }
-  }
 }
 
 const admin = () => signedInClient(t, { isAdmin: true, verified: true })
@@ -245,7 +234,7 @@ describe('an answer that does not complete', () => {
         if (chunk.type === 'text-delta') controller.abort()
       },
     }).catch(() => {})
-    await eventually(async () => expect(await callsOf(user.id)).toMatchObject([{ status: 'aborted' }]))
+    await eventuallyPasses(async () => expect(await callsOf(user.id)).toMatchObject([{ status: 'aborted' }]))
     expect(await featureUses(user.id)).toEqual([])
     expect((await creditsOf(client)).available_credits).toBe(1)
     // Its cost set aside was released: two more answers fit in the credit.

@@ -15,6 +15,7 @@ import { recordEvents } from '../../../../test/helpers/chat.ts'
 import { TestClient } from '../../../../test/helpers/client.ts'
 import { signedInClient } from '../../../../test/helpers/factories.ts'
 import type { FakeModel, ModelRequest } from '../../../../test/helpers/fake-model.ts'
+import { eventuallyPasses } from '../../../../test/helpers/passes.ts'
 import { upstreamEnv } from '../../../../test/helpers/proxy.ts'
 import { sharedDatabase } from '../../../../test/helpers/test-database.ts'
 import {
@@ -110,19 +111,6 @@ const toolNames = (request: ModelRequest | undefined): string[] =>
 
 const callsOf = (app: TestApp, userId: number) =>
   app.database.db.select().from(aiCalls).where(eq(aiCalls.userId, userId)).orderBy(asc(aiCalls.id))
-
-/** Polls `check` until it passes or `timeoutMs` runs out (then fails with its last error). */
-async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    try {
-      return await check()
-    } catch (error) {
-      if (Date.now() > deadline) throw error
-      await new Promise((resolve) => setTimeout(resolve, 25))
-    }
-  }
-}
 
 const ofType = (chunks: Chunk[], type: string) => chunks.filter((chunk) => chunk.type === type)
 
@@ -650,16 +638,16 @@ describe('a client going away', () => {
     expect(answer.thrown).toBeDefined()
     expect(ofType(answer.chunks, 'text-delta').map((chunk) => chunk.delta)).toEqual([pieces[0]])
 
-    const row = await eventually(async () => {
+    const row = await eventuallyPasses(async () => {
       const [row] = await callsOf(t, user.id)
       expect(row?.status).toBe('aborted')
       return row
     })
     expect(row?.finishedAt).not.toBeNull()
     expect(row?.error).toEqual(expect.any(String))
-    await eventually(() => expect(model.requests[0]?.aborted).toBe(true))
+    await eventuallyPasses(() => expect(model.requests[0]?.aborted).toBe(true))
     expect(model.requests).toHaveLength(1)
-    await eventually(() =>
+    await eventuallyPasses(() =>
       expect(events.of('AiCallFailed')).toEqual([
         {
           aiCallId: row?.id,
@@ -774,7 +762,7 @@ describe('when the model fails', () => {
         const { row } = await expectCleanFailure(slow, sdk, script, TIMED_OUT_TEXT, [])
         expect(Date.now() - started).toBeGreaterThanOrEqual(950)
         expect(row?.durationMs).toBeGreaterThanOrEqual(950)
-        await eventually(() => expect(model.requests[0]?.aborted).toBe(true))
+        await eventuallyPasses(() => expect(model.requests[0]?.aborted).toBe(true))
       })
     })
   })

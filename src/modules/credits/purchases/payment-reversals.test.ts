@@ -1,19 +1,18 @@
 import { randomBytes } from 'node:crypto'
 import { eq } from 'drizzle-orm'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { TestApp } from '../../../../test/helpers/build-test-app.ts'
 import type { TestClient } from '../../../../test/helpers/client.ts'
 import { signedInClient } from '../../../../test/helpers/factories.ts'
 import {
   checkoutEvent,
   disputeEvent,
-  FakeStripe,
   refundEvent,
   signatureFor,
 } from '../../../../test/helpers/fake-stripe.ts'
 import { memoryLog } from '../../../../test/helpers/memory-log.ts'
 import { parseSamples, sampleValue } from '../../../../test/helpers/prometheus.ts'
-import { appUnderTest } from '../../../../test/helpers/under-test.ts'
+import { appUnderTest, fakeStripeUnderTest } from '../../../../test/helpers/under-test.ts'
 import { creditPurchases, creditTransactions } from '../../../db/schema/index.ts'
 import { auditLedger } from '../ledger-audit.ts'
 
@@ -21,13 +20,7 @@ const WEBHOOK_SECRET = 'whsec_test_secret_for_reversals'
 const METRICS_TOKEN = `metrics-${randomBytes(8).toString('hex')}`
 const log = memoryLog()
 
-let stripe: FakeStripe
-beforeAll(async () => {
-  stripe = await new FakeStripe().start()
-})
-afterAll(async () => {
-  await stripe?.stop()
-})
+const stripe = fakeStripeUnderTest()
 const t = appUnderTest(() => ({
   env: {
     STRIPE_SECRET_KEY: 'sk_test_fake_key_for_reversals',

@@ -1,23 +1,17 @@
 import { and, count, eq } from 'drizzle-orm'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { SPA_ORIGIN, type TestApp } from '../../../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../../../test/helpers/client.ts'
 import { createUser, signedInClient } from '../../../../test/helpers/factories.ts'
-import { checkoutEvent, FakeStripe, signatureFor } from '../../../../test/helpers/fake-stripe.ts'
-import { appUnderTest } from '../../../../test/helpers/under-test.ts'
+import { checkoutEvent, signatureFor } from '../../../../test/helpers/fake-stripe.ts'
+import { appUnderTest, fakeStripeUnderTest } from '../../../../test/helpers/under-test.ts'
 import { creditTransactions, paymentEvents } from '../../../db/schema/index.ts'
 
 const SECRET_KEY = 'sk_test_fake_key_for_tests'
 const WEBHOOK_SECRET = 'whsec_test_secret_for_tests'
 const WEBHOOK = '/payments/buy-credits/webhook'
 
-let stripe: FakeStripe
-beforeAll(async () => {
-  stripe = await new FakeStripe().start()
-})
-afterAll(async () => {
-  await stripe?.stop()
-})
+const stripe = fakeStripeUnderTest()
 const t = appUnderTest(() => ({
   env: {
     STRIPE_SECRET_KEY: SECRET_KEY,
