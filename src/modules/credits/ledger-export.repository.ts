@@ -36,6 +36,14 @@ const t = creditTransactions
 // cursor below would skip or repeat rows that share one.
 const createdAtText = sql<string>`to_char(${t.createdAt} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
 
+// A column of the row's purchase, looked up by its key per row. Not a join: with one, the planner
+// may join the whole period and sort it for every batch, where this stays an index scan that stops
+// at the batch's last row.
+const ofPurchase = (
+  column: typeof creditPurchases.checkoutSessionId | typeof creditPurchases.paymentIntentId,
+) =>
+  sql<string | null>`(select ${column} from ${creditPurchases} where ${creditPurchases.id} = ${t.purchaseId})`
+
 /** Reads credit_transactions for the ledger export; takes a db or a transaction. */
 export function createLedgerExportRepository({ db }: { db: Db }) {
   /** One batch in (created_at, id) order after the cursor: the (created_at, id) index serves it. */
@@ -64,11 +72,10 @@ export function createLedgerExportRepository({ db }: { db: Db }) {
         purchaseId: t.purchaseId,
         holdId: t.holdId,
         aiCallId: t.aiCallId,
-        checkoutSessionId: creditPurchases.checkoutSessionId,
-        paymentIntentId: creditPurchases.paymentIntentId,
+        checkoutSessionId: ofPurchase(creditPurchases.checkoutSessionId),
+        paymentIntentId: ofPurchase(creditPurchases.paymentIntentId),
       })
       .from(t)
-      .leftJoin(creditPurchases, eq(creditPurchases.id, t.purchaseId))
       .where(and(...conditions))
       .orderBy(asc(t.createdAt), asc(t.id))
       .limit(limit)

@@ -166,7 +166,7 @@ afterAll(() => cliEnv.cleanup())
 
 describe('cli ledger:export', () => {
   test('writes the CSV of the day: every column, the references by kind, the balances, the escaping', {
-    timeout: 60_000,
+    timeout: 180_000,
   }, async () => {
     const result = await cli(['ledger:export', '--from', DAY, '--to', DAY])
     expect(result).toMatchObject({ code: 0, stderr: '' })
@@ -274,7 +274,7 @@ describe('cli ledger:export', () => {
   })
 
   test('balance_after is the running balance of each user, exact to the fourth decimal', {
-    timeout: 60_000,
+    timeout: 180_000,
   }, async () => {
     const result = await cli([
       'ledger:export',
@@ -299,7 +299,7 @@ describe('cli ledger:export', () => {
   })
 
   test('--format jsonl: one JSON object per line, ids as numbers, amounts as exact strings, nulls', {
-    timeout: 60_000,
+    timeout: 180_000,
   }, async () => {
     const result = await cli([
       'ledger:export',
@@ -339,7 +339,7 @@ describe('cli ledger:export', () => {
   })
 
   test('the period: --from inclusive, a bare --to date up to the end of that day, offsets honoured', {
-    timeout: 60_000,
+    timeout: 180_000,
   }, async () => {
     const ids = async (...args: string[]) => {
       const result = await cli(['ledger:export', '--format', 'jsonl', ...args])
@@ -357,7 +357,7 @@ describe('cli ledger:export', () => {
   })
 
   test("--user keeps one user's rows; an empty period is the CSV header alone", {
-    timeout: 60_000,
+    timeout: 180_000,
   }, async () => {
     const result = await cli([
       'ledger:export',
@@ -408,7 +408,7 @@ describe('cli ledger:export', () => {
 
 describe('cli ledger:audit', () => {
   test('exits 0 with one line on a consistent ledger; exits 2 naming the check a broken balance_after breaks', {
-    timeout: 120_000,
+    timeout: 180_000,
   }, async () => {
     const ok = await cli(['ledger:audit'])
     expect(ok).toMatchObject({ code: 0, stderr: '' })
