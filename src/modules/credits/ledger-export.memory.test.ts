@@ -27,7 +27,8 @@ const TO = '2026-12-02'
 const lineCount = (chunk: string) => chunk.split('\r\n').length - 1
 
 let cliEnv: CliEnvironment
-const openCliDatabase = () => openConfiguredDatabase(loadConfig(cliEnv.env, projectRoot))
+// With the CLI's long statement time-out: the insert of all the rows is one statement.
+const openCliDatabase = () => openConfiguredDatabase(loadConfig(cliEnv.env, projectRoot), { long: true })
 
 function forcedGc(): () => void {
   setFlagsFromString('--expose-gc')
