@@ -28,6 +28,13 @@ Commands:
   outbox:status                            print pending and failed outbox rows (mail waiting or given up)
   two-factor:clear-unreadable [--dry-run]  clear 2FA secrets and recovery codes APP_KEY cannot read (imported
                                            from the Laravel original, or after a key rotation)
+  ledger:export --from <date> --to <date> [--user <id>] [--format csv|jsonl]
+                                           write the credits ledger rows of the period to stdout (default csv);
+                                           --from inclusive, --to exclusive (a bare date --to: up to the end of
+                                           that day, UTC); dates YYYY-MM-DD or ISO 8601 timestamps (UTC unless
+                                           an offset says)
+  ledger:audit                             check the credits ledger's invariants; exit 2 with a report naming
+                                           each broken check (exit 0: all hold)
 `
 
 const checkRegistration = compileValidator(RegisterBody)
@@ -195,6 +202,62 @@ async function twoFactorClearUnreadable(args: string[]): Promise<number> {
   }
 }
 
+/** Streams the period's ledger rows to stdout, a batch at a time (docs/credits.md, "Exporting and auditing the ledger"). */
+async function ledgerExport(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    strict: true,
+    allowPositionals: false,
+    options: {
+      from: { type: 'string' },
+      to: { type: 'string' },
+      user: { type: 'string' },
+      format: { type: 'string' },
+    },
+  })
+  const { parseLedgerExportOptions, writeLedgerExport } = await import('./modules/credits/ledger-export.ts')
+  const parsed = parseLedgerExportOptions(values)
+  if ('errors' in parsed) return printProblems(parsed.errors)
+  const config = loadConfig()
+  const database = await openDatabase(config)
+  try {
+    await database.migrate()
+    const { createLedgerExportRepository } = await import('./modules/credits/ledger-export.repository.ts')
+    const batches = createLedgerExportRepository({ db: database.db }).batches(parsed.filter)
+    await writeLedgerExport(batches, parsed.format, process.stdout)
+    return 0
+  } catch (error) {
+    // The reader went away (`| head`): nothing more to write to, and no stack trace for it.
+    if ((error as { code?: unknown }).code !== 'EPIPE') throw error
+    console.error('ledger:export: the output was closed before the export ended.')
+    return 1
+  } finally {
+    await database.close()
+  }
+}
+
+/** Runs the ledger checks; exit 2 with the report when one fails, for a nightly job to notice. */
+async function ledgerAudit(args: string[]): Promise<number> {
+  parseArgs({ args, strict: true, allowPositionals: false })
+  const config = loadConfig()
+  const database = await openDatabase(config)
+  try {
+    await database.migrate()
+    const { auditLedger } = await import('./modules/credits/ledger-audit.ts')
+    const { formatLedgerAudit } = await import('./modules/credits/ledger-audit-report.ts')
+    const audit = await auditLedger(database.db)
+    const report = formatLedgerAudit(audit, describeDatabase(config))
+    if (audit.failed.length === 0) {
+      process.stdout.write(report)
+      return 0
+    }
+    process.stderr.write(report)
+    return 2
+  } finally {
+    await database.close()
+  }
+}
+
 function isParseArgsError(error: unknown): error is Error {
   return error instanceof Error && String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS_')
 }
@@ -206,6 +269,8 @@ const commands: Record<string, (args: string[]) => Promise<number>> = {
   'kb:sync': kbSync,
   'outbox:status': outboxStatus,
   'two-factor:clear-unreadable': twoFactorClearUnreadable,
+  'ledger:export': ledgerExport,
+  'ledger:audit': ledgerAudit,
 }
 
 async function main([command, ...args]: string[]): Promise<number> {
