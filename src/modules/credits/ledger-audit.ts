@@ -53,7 +53,7 @@ const CHECKS = sql`
   select 'more taken back than a purchase credited', count(*)::int from credit_purchases p
     where p.credits_refunded + p.credits_disputed > p.credits
   union all
-  select 'purchase rows and reversals without a purchase', count(*)::int from credit_transactions
+  select 'reversals without a purchase', count(*)::int from credit_transactions
     where kind in ('refund', 'dispute_withheld', 'dispute_returned') and purchase_id is null
   union all
   select 'captures without exactly one debit', count(*)::int from credit_holds h

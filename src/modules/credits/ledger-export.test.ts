@@ -2,7 +2,7 @@ import { eq, sql } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { buildTestApp } from '../../../test/helpers/build-test-app.ts'
 import { type CliEnvironment, createCliEnvironment, projectRoot } from '../../../test/helpers/cli.ts'
-import { signedInClient } from '../../../test/helpers/factories.ts'
+import { confirmPassword, signedInClient } from '../../../test/helpers/factories.ts'
 import { openConfiguredDatabase } from '../../app.ts'
 import { loadConfig } from '../../config.ts'
 import { creditPurchases, creditTransactions } from '../../db/schema/index.ts'
@@ -87,14 +87,16 @@ beforeAll(async () => {
     const billing = (id: number) => `/api/admin/users/${id}/billing`
 
     // Through the HTTP API: an admin adjustment, a package, a hold placed then captured.
+    await confirmPassword(admin.client, admin.password)
     const adjust = await admin.client.post(`${billing(users.trader)}/adjust`, {
       amount: 100.5,
       reason: TRICKY_REASON,
     })
     expect(adjust.status).toBe(200)
-    expect((await admin.client.post(`${billing(users.trader)}/package`, { package_id: 'pro' })).status).toBe(
-      200,
-    )
+    expect(
+      (await admin.client.post(`${billing(users.trader)}/package`, { package_id: 'pro', reason: 'Upgrade' }))
+        .status,
+    ).toBe(200)
     const hold = await trader.client.post('/api/credit-holds', {
       broker_parent_order_id: 'ORD-42',
       credits_amount: 2.25,
@@ -122,6 +124,12 @@ beforeAll(async () => {
         amount: 5000,
         currency: 'usd',
         status: 'paid',
+        // What the refund and the dispute below took, as the webhook records it (the ledger audit checks).
+        amountRefunded: 1235,
+        creditsRefunded: '12.3456',
+        disputeId: 'dp_test_1',
+        disputeStatus: 'open',
+        creditsDisputed: '20',
         createdAt: new Date(),
         updatedAt: new Date(),
       })
