@@ -68,3 +68,15 @@ export function databaseFailureOf(error: unknown): DatabaseFailure | undefined {
   }
   return undefined
 }
+
+/**
+ * Whether `error` is PostgreSQL's unique-key clash (SQLSTATE 23505), on `constraint` when named, on
+ * the error or its cause (drizzle wraps the driver's error).
+ */
+export function isUniqueViolation(error: unknown, constraint?: string): boolean {
+  for (let e: unknown = error; typeof e === 'object' && e !== null; e = (e as { cause?: unknown }).cause) {
+    const { code, constraint: clashed } = e as { code?: unknown; constraint?: unknown }
+    if (code === '23505' && (constraint === undefined || clashed === constraint)) return true
+  }
+  return false
+}

@@ -1,16 +1,8 @@
+import { isUniqueViolation } from '../../db/failures.ts'
 import { negateCredits, toCreditString, toCreditUnits } from '../../lib/decimal.ts'
 import { ValidationError } from '../../lib/errors.ts'
 import type { BillingCatalog } from './billing.catalog.ts'
 import type { LedgerService } from './ledger.service.ts'
-
-/** Postgres reports a unique-key clash as SQLSTATE 23505, on the error or its cause (drizzle wraps it). */
-function isOneChargePerCall(error: unknown): boolean {
-  for (let e: unknown = error; e instanceof Error; e = e.cause) {
-    const { code, constraint } = e as { code?: string; constraint?: string }
-    if (code === '23505' && constraint === 'credit_transactions_ai_call_unique') return true
-  }
-  return false
-}
 
 type Outcome = 'charged' | 'free' | 'already-charged' | 'refused'
 
@@ -55,7 +47,7 @@ export function createFeatureMeter(deps: {
       return 'charged'
     } catch (error) {
       // The unique index on (ai_call_id) of feature_use rows: this call is already paid for.
-      if (isOneChargePerCall(error)) return 'already-charged'
+      if (isUniqueViolation(error, 'credit_transactions_ai_call_unique')) return 'already-charged'
       const refused = error instanceof ValidationError
       log.warn(
         { ...use, cost: priced.cost, failure: refused ? 'insufficient credits' : String(error) },

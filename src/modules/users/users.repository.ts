@@ -1,18 +1,9 @@
 import { and, eq, gt, isNotNull, isNull, lt, or, sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
+import { isUniqueViolation } from '../../db/failures.ts'
 import { BCRYPT_COST, IS_BCRYPT, type NewUserRow, type UserRow, users } from '../../db/schema/index.ts'
 import type { EventBus } from '../../lib/events.ts'
 import type { ServiceEvents } from '../../plugins/events.ts'
-
-const UNIQUE_VIOLATION = '23505'
-
-/** Postgres reports a unique-key clash as SQLSTATE 23505, on the error or its cause (drizzle wraps it). */
-export function isUniqueViolation(error: unknown): boolean {
-  for (let e = error as { code?: unknown; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
-    if (e.code === UNIQUE_VIOLATION) return true
-  }
-  return false
-}
 
 /**
  * The one writer of the users table. Every write announces `UserChanged`, so whatever keeps users

@@ -11,6 +11,7 @@ import {
   type WithSubquery,
 } from 'drizzle-orm'
 import type { Db } from '../../../db/client.ts'
+import { isUniqueViolation } from '../../../db/failures.ts'
 import { type CreditHoldRow, creditHolds, type HoldStatus } from '../../../db/schema/index.ts'
 import { ledgerStatementParts } from '../ledger.repository.ts'
 
@@ -66,15 +67,6 @@ const holdFieldsOf = <T extends HoldFields>(cte: T) =>
   Object.fromEntries(Object.keys(holdColumns).map((key) => [key, cte[key as keyof HoldFields]])) as {
     [K in keyof typeof holdColumns]: T[K]
   }
-
-/** A clash on (user_id, broker_parent_order_id), on the error or its cause (drizzle wraps it). */
-function isOrderClash(error: unknown): boolean {
-  for (let e: unknown = error; e instanceof Error; e = e.cause) {
-    const { code, constraint } = e as { code?: string; constraint?: string }
-    if (code === '23505' && constraint === HOLD_ORDER_UNIQUE) return true
-  }
-  return false
-}
 
 /**
  * The three hot statements, each one round trip (its own transaction unless run inside one),
@@ -213,7 +205,8 @@ export function createHoldsRepository({ db }: { db: Db }) {
         }
         rows = await prepared().place.execute({ ...values })
       } catch (error) {
-        if (isOrderClash(error)) return { kind: 'raced' }
+        // A clash on (user_id, broker_parent_order_id): another request inserted the order's hold first.
+        if (isUniqueViolation(error, HOLD_ORDER_UNIQUE)) return { kind: 'raced' }
         throw error
       }
       const [row] = rows
