@@ -26,6 +26,11 @@ export interface Database {
   readonly poolUsage?: () => { total: number; idle: number; waiting: number }
   /** Applies the committed SQL migrations under drizzle/ that have not run yet. */
   migrate(): Promise<void>
+  /**
+   * PGlite: its data folder as an uncompressed tarball, from which `openDatabase({ memory, from })`
+   * starts a copy (the tests migrate one database per run and copy it for each file).
+   */
+  readonly dumpDataDir?: () => Promise<Blob>
   /** Throws when the database does not answer. */
   ping(): Promise<void>
   close(): Promise<void>
@@ -54,7 +59,13 @@ export type DatabaseTarget =
       long?: boolean
     }
   | { dataDir: string }
-  | { memory: true }
+  | {
+      memory: true
+      /** A tarball from `dumpDataDir()` to start from, instead of an empty cluster. */
+      from?: Blob
+      /** The compiled pglite.wasm, to skip compiling it again for every copy in one process. */
+      wasmModule?: WebAssembly.Module
+    }
 
 /** Opens PostgreSQL (a pg pool) for a URL, otherwise embedded PGlite in a folder or in memory. */
 export async function openDatabase(target: DatabaseTarget): Promise<Database> {
@@ -67,10 +78,15 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
       target.long ?? false,
     )
   }
-  return openPglite('dataDir' in target ? target.dataDir : undefined)
+  return openPglite('dataDir' in target ? { dataDir: target.dataDir } : target)
 }
 
-async function openPglite(dataDir: string | undefined): Promise<Database> {
+async function openPglite(target: {
+  dataDir?: string
+  from?: Blob
+  wasmModule?: WebAssembly.Module
+}): Promise<Database> {
+  const { dataDir } = target
   // Loaded only here: a service on PostgreSQL never pays for PGlite's modules (40 ms, 5 MB at start).
   const [{ PGlite }, { drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([
     import('@electric-sql/pglite'),
@@ -78,7 +94,15 @@ async function openPglite(dataDir: string | undefined): Promise<Database> {
     import('drizzle-orm/pglite/migrator'),
   ])
   if (dataDir) mkdirSync(dataDir, { recursive: true })
-  const client = dataDir ? new PGlite(dataDir) : new PGlite()
+  const client = dataDir
+    ? new PGlite(dataDir)
+    : new PGlite({
+        loadDataDir: target.from,
+        pgliteWasmModule: target.wasmModule,
+        // Its files are in memory already: a small buffer cache (not PostgreSQL's 128 MB, zeroed at
+        // every start) halves the start of the many short-lived databases the tests open.
+        postgresqlconf: ['shared_buffers = 4MB'],
+      })
   await client.waitReady
   const db = drizzlePglite({ client, schema }) as unknown as Db
   return {
@@ -86,6 +110,7 @@ async function openPglite(dataDir: string | undefined): Promise<Database> {
     kind: 'pglite',
     poolSize: 1,
     migrate: () => migratePglite(drizzlePglite({ client, schema }), { migrationsFolder }),
+    dumpDataDir: () => client.dumpDataDir('none'),
     ping: async () => {
       if (client.closed) throw new Error('database is closed')
       await db.execute(sql`select 1`)

@@ -1,6 +1,19 @@
 import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import pg from 'pg'
+import { inject } from 'vitest'
 import { type Database, openDatabase } from '../../src/db/client.ts'
+import { timedSetup } from './setup-time.ts'
+
+/** The migrated database each test database is copied from, made once per run (database-template.ts). */
+export type DatabaseTemplate = { kind: 'pglite'; dumpFile: string } | { kind: 'postgres'; name: string }
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    databaseTemplate?: DatabaseTemplate
+  }
+}
 
 export interface ServerDatabase {
   /** The connection URL of the new database. */
@@ -9,10 +22,13 @@ export interface ServerDatabase {
   drop(): Promise<void>
 }
 
-/** A brand-new, empty (unmigrated) database on the PostgreSQL server at serverUrl. */
-export async function createServerDatabase(serverUrl: string): Promise<ServerDatabase> {
+/**
+ * A brand-new database on the PostgreSQL server at serverUrl: empty (unmigrated), or a copy of
+ * `template`.
+ */
+export async function createServerDatabase(serverUrl: string, template?: string): Promise<ServerDatabase> {
   const name = `test_${process.pid}_${randomBytes(4).toString('hex')}`
-  await onServer(serverUrl, `create database ${name}`)
+  await onServer(serverUrl, `create database ${name}${template ? ` template ${template}` : ''}`)
   const url = new URL(serverUrl)
   url.pathname = `/${name}`
   return {
@@ -21,7 +37,8 @@ export async function createServerDatabase(serverUrl: string): Promise<ServerDat
   }
 }
 
-async function onServer(serverUrl: string, statement: string): Promise<void> {
+/** One statement on the server's own database, on a connection of its own. */
+export async function onServer(serverUrl: string, statement: string): Promise<void> {
   const admin = new pg.Client({ connectionString: serverUrl })
   await admin.connect()
   try {
@@ -33,18 +50,28 @@ async function onServer(serverUrl: string, statement: string): Promise<void> {
 
 /**
  * A migrated, empty database for one test file: in-memory PGlite by default, or a brand-new
- * database on the PostgreSQL server of TEST_DATABASE_URL, dropped again on close.
+ * database on the PostgreSQL server of TEST_DATABASE_URL, dropped again on close. Each is a copy of
+ * the run's migrated template; without one (a run with no global setup) it migrates itself.
  */
-export async function openTestDatabase(): Promise<Database> {
+export function openTestDatabase(): Promise<Database> {
+  return timedSetup(openMigratedDatabase)
+}
+
+async function openMigratedDatabase(): Promise<Database> {
   const serverUrl = process.env.TEST_DATABASE_URL
+  const template = inject('databaseTemplate')
   if (!serverUrl) {
+    if (template?.kind === 'pglite') {
+      return openDatabase({ memory: true, from: pgliteDump(template.dumpFile), wasmModule: pgliteWasm() })
+    }
     const database = await openDatabase({ memory: true })
     await database.migrate()
     return database
   }
-  const server = await createServerDatabase(serverUrl)
+  const copyOf = template?.kind === 'postgres' ? template.name : undefined
+  const server = await createServerDatabase(serverUrl, copyOf)
   const database = await openDatabase({ url: server.url })
-  await database.migrate()
+  if (!copyOf) await database.migrate()
   return {
     ...database,
     close: async () => {
@@ -52,6 +79,27 @@ export async function openTestDatabase(): Promise<Database> {
       await server.drop()
     },
   }
+}
+
+// Read and compiled once per test process, for every database a file (or a worker's files) opens.
+let dump: { file: string; blob: Blob } | undefined
+let wasm: WebAssembly.Module | undefined
+
+function pgliteDump(file: string): Blob {
+  if (dump?.file !== file) dump = { file, blob: new Blob([readFileSync(file)]) }
+  return dump.blob
+}
+
+// Node's global, which the project's type libraries declare only as types.
+const { Module: WasmModule } = (
+  globalThis as unknown as { WebAssembly: { Module: new (bytes: Uint8Array) => WebAssembly.Module } }
+).WebAssembly
+
+function pgliteWasm(): WebAssembly.Module {
+  wasm ??= new WasmModule(
+    readFileSync(createRequire(import.meta.url).resolve('@electric-sql/pglite/pglite.wasm')),
+  )
+  return wasm
 }
 
 /** The same database for a second app (another config, another instance); closing that app leaves it open. */
