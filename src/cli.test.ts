@@ -28,7 +28,8 @@ async function rows<T>(database: Database, query: SQL): Promise<T[]> {
 const childConfig = (): Config => loadConfig(cliEnv.env, projectRoot)
 
 beforeAll(async () => {
-  cliEnv = await createCliEnvironment()
+  // Unmigrated: the first test is of `migrate` itself.
+  cliEnv = await createCliEnvironment({ empty: true })
 })
 
 afterAll(() => cliEnv.cleanup())

@@ -4,7 +4,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { TEST_APP_KEY } from './build-test-app.ts'
-import { createServerDatabase, type ServerDatabase } from './test-database.ts'
+import { timedSetup } from './setup-time.ts'
+import {
+  copyPgliteTemplate,
+  createServerDatabase,
+  type ServerDatabase,
+  templateName,
+} from './test-database.ts'
 
 export const projectRoot = fileURLToPath(new URL('../..', import.meta.url))
 const node = join(projectRoot, 'node_modules/.bin/node')
@@ -28,13 +34,17 @@ export interface CliEnvironment {
 }
 
 /**
- * A temp DATA_DIR (PGlite) or, with TEST_DATABASE_URL, a fresh PostgreSQL database, and a runner for
- * the CLI as a real child process against it.
+ * A temp DATA_DIR (PGlite under DATA_DIR/db) or, with TEST_DATABASE_URL, a fresh PostgreSQL
+ * database, and a runner for the CLI as a real child process against it. The database is a copy of
+ * the run's migrated one; `empty` leaves it unmigrated, for the tests of `migrate` itself.
  */
-export async function createCliEnvironment(): Promise<CliEnvironment> {
+export async function createCliEnvironment(options: { empty?: boolean } = {}): Promise<CliEnvironment> {
   const dataDir = mkdtempSync(join(tmpdir(), 'trading-api-cli-'))
   const serverUrl = process.env.TEST_DATABASE_URL
-  const server = serverUrl ? await createServerDatabase(serverUrl) : undefined
+  const server = serverUrl
+    ? await timedSetup(() => createServerDatabase(serverUrl, options.empty ? undefined : templateName()))
+    : undefined
+  if (!serverUrl && !options.empty) await timedSetup(async () => copyPgliteTemplate(join(dataDir, 'db')))
   const env = {
     PATH: process.env.PATH ?? '',
     NODE_ENV: 'test',

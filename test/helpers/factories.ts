@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto'
+import { hash as argon2Hash } from '@node-rs/argon2'
 import { eq } from 'drizzle-orm'
 import type { Db } from '../../src/db/client.ts'
 import { type UserRow, users } from '../../src/db/schema/index.ts'
 import { systemClock } from '../../src/lib/clock.ts'
 import { createEventBus } from '../../src/lib/events.ts'
+import { hashPassword } from '../../src/lib/passwords.ts'
 import { createLedgerService } from '../../src/modules/credits/ledger.service.ts'
 import { createUsersService } from '../../src/modules/users/users.service.ts'
 import type { TestApp } from './build-test-app.ts'
@@ -18,9 +20,27 @@ export interface UserOverrides {
   blocked?: boolean
   /** Credits granted through the ledger (an admin adjustment), e.g. for the metered AI features. */
   credits?: number | string
+  /** The password hashed at the app's argon2id cost (`hashPassword`), for tests of how long sign-in takes. */
+  appCost?: boolean
 }
 
 export const uniqueEmail = (prefix = 'user') => `${prefix}-${randomBytes(5).toString('hex')}@example.com`
+
+// The suite makes thousands of users and signs most of them in, and an argon2id hash at the app's
+// cost takes tens of milliseconds of CPU to make and as long to check. Users made here carry one
+// made at the lowest cost (1 MiB, 1 pass), once per password per test process: sign-in checks it
+// through the same code as any argon2id hash, in well under a millisecond. A test of what the
+// app's cost costs (the login timing) asks for `appCost`.
+const cheapHashes = new Map<string, Promise<string>>()
+const ARGON2ID = 2
+const cheapHashOf = (password: string) => {
+  let hash = cheapHashes.get(password)
+  if (!hash) {
+    hash = argon2Hash(password, { algorithm: ARGON2ID, memoryCost: 1024, timeCost: 1, parallelism: 1 })
+    cheapHashes.set(password, hash)
+  }
+  return hash
+}
 
 /** A user in the database (through the same service the app uses) with a known password. */
 export async function createUser(
@@ -31,7 +51,7 @@ export async function createUser(
   let user = await createUsersService({ db, clock: systemClock, events: createEventBus() }).create({
     name: overrides.name ?? 'Test Trader',
     email: overrides.email ?? uniqueEmail(),
-    password,
+    passwordHash: overrides.appCost ? await hashPassword(password) : await cheapHashOf(password),
     isAdmin: overrides.isAdmin,
     verified: overrides.verified,
   })

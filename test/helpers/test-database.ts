@@ -1,5 +1,6 @@
+import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { readFileSync } from 'node:fs'
+import { mkdirSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import pg from 'pg'
 import { inject } from 'vitest'
@@ -68,7 +69,7 @@ async function openMigratedDatabase(): Promise<Database> {
     await database.migrate()
     return database
   }
-  const copyOf = template?.kind === 'postgres' ? template.name : undefined
+  const copyOf = templateName()
   const server = await createServerDatabase(serverUrl, copyOf)
   const database = await openDatabase({ url: server.url })
   if (!copyOf) await database.migrate()
@@ -79,6 +80,25 @@ async function openMigratedDatabase(): Promise<Database> {
       await server.drop()
     },
   }
+}
+
+/** The run's PostgreSQL template database, when the run has one. */
+export function templateName(): string | undefined {
+  const template = inject('databaseTemplate')
+  return template?.kind === 'postgres' ? template.name : undefined
+}
+
+/**
+ * Lays the run's migrated PGlite data folder into `folder` (a new DATA_DIR/db), for a CLI or server
+ * process that opens PGlite there; without a template the folder stays empty and the process runs
+ * initdb and the migrations itself.
+ */
+export function copyPgliteTemplate(folder: string): void {
+  const template = inject('databaseTemplate')
+  if (template?.kind !== 'pglite') return
+  mkdirSync(folder, { recursive: true })
+  // The dump names its members from the root of the data folder ("/base/..."); tar strips the "/".
+  execFileSync('tar', ['-xf', template.dumpFile, '-C', folder], { stdio: ['ignore', 'ignore', 'pipe'] })
 }
 
 // Read and compiled once per test process, for every database a file (or a worker's files) opens.

@@ -94,7 +94,7 @@ describe('POST /api/login with a wrong password', () => {
   })
 
   it('takes about as long for each of the three (medians of 7 interleaved runs, within a factor of 2)', async () => {
-    const { user: modern } = await createUser(t.database.db)
+    const { user: modern } = await createUser(t.database.db, { appCost: true })
     // Cost 11 (about 5 argon2id checks' worth): a bcrypt check that is not matched shows plainly.
     const imported = await importedUser(11)
     const emails = {

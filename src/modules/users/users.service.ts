@@ -7,13 +7,16 @@ import { hashPassword, verifyLoginPassword, verifyPassword } from '../../lib/pas
 import type { ServiceEvents } from '../../plugins/events.ts'
 import { createUsersRepository } from './users.repository.ts'
 
-export interface NewUser {
+export type NewUser = {
   name: string
   email: string
-  password: string
   isAdmin?: boolean
   verified?: boolean
-}
+} & (
+  | { password: string }
+  /** A hash made beforehand with `hashPassword`: many users with one password cost one hash. */
+  | { passwordHash: string }
+)
 
 /** The users columns two-factor authentication owns. */
 export type TwoFactorColumns = Partial<
@@ -177,7 +180,7 @@ function usersOver({ db, clock, events }: UsersDeps) {
     async create(input: NewUser, andThen?: (user: UserRow, tx: Db) => Promise<unknown>): Promise<UserRow> {
       const email = input.email.trim().toLowerCase()
       if (await repo.findByEmail(email)) throw emailTaken()
-      const password = await hashPassword(input.password)
+      const password = 'passwordHash' in input ? input.passwordHash : await hashPassword(input.password)
       const now = clock.now()
       const values = {
         name: input.name.trim(),
