@@ -2,7 +2,7 @@ import { hash as argon2Hash, verify as argon2Verify } from '@node-rs/argon2'
 import { hash as bcryptHash, verify as bcryptVerify } from '@node-rs/bcrypt'
 
 // Algorithm.Argon2id; a literal because the package's const enum cannot be imported under type stripping.
-const ARGON2ID = 2
+export const ARGON2ID = 2
 
 /** One password hash computed or checked: what the login's timing is made of. */
 export interface PasswordWork {

@@ -1,10 +1,9 @@
-import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { TestProject } from 'vitest/node'
 import { openDatabase } from '../../src/db/client.ts'
-import { onServer } from './test-database.ts'
+import { createServerDatabase } from './test-database.ts'
 
 /**
  * Vitest's global setup: migrates one database per run (PGlite in memory, dumped to a file; or a
@@ -13,18 +12,15 @@ import { onServer } from './test-database.ts'
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const serverUrl = process.env.TEST_DATABASE_URL
   if (serverUrl) {
-    const name = `test_template_${process.pid}_${randomBytes(4).toString('hex')}`
-    await onServer(serverUrl, `create database ${name}`)
-    const url = new URL(serverUrl)
-    url.pathname = `/${name}`
-    const database = await openDatabase({ url: url.toString(), poolSize: 1 })
+    const template = await createServerDatabase(serverUrl, undefined, 'test_template')
+    const database = await openDatabase({ url: template.url, poolSize: 1 })
     try {
       await database.migrate()
     } finally {
       await database.close()
     }
-    project.provide('databaseTemplate', { kind: 'postgres', name })
-    return () => onServer(serverUrl, `drop database if exists ${name} with (force)`)
+    project.provide('databaseTemplate', { kind: 'postgres', name: template.name })
+    return template.drop
   }
   const dir = mkdtempSync(join(tmpdir(), 'trading-api-template-'))
   const database = await openDatabase({ memory: true })

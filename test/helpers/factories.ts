@@ -5,7 +5,7 @@ import type { Db } from '../../src/db/client.ts'
 import { type UserRow, users } from '../../src/db/schema/index.ts'
 import { systemClock } from '../../src/lib/clock.ts'
 import { createEventBus } from '../../src/lib/events.ts'
-import { hashPassword } from '../../src/lib/passwords.ts'
+import { ARGON2ID, hashPassword } from '../../src/lib/passwords.ts'
 import { createLedgerService } from '../../src/modules/credits/ledger.service.ts'
 import { createUsersService } from '../../src/modules/users/users.service.ts'
 import type { TestApp } from './build-test-app.ts'
@@ -32,7 +32,6 @@ export const uniqueEmail = (prefix = 'user') => `${prefix}-${randomBytes(5).toSt
 // through the same code as any argon2id hash, in well under a millisecond. A test of what the
 // app's cost costs (the login timing) asks for `appCost`.
 const cheapHashes = new Map<string, Promise<string>>()
-const ARGON2ID = 2
 const cheapHashOf = (password: string) => {
   let hash = cheapHashes.get(password)
   if (!hash) {

@@ -17,6 +17,8 @@ declare module 'vitest' {
 }
 
 export interface ServerDatabase {
+  /** Its name on the server (what `template` names for a copy of it). */
+  name: string
   /** The connection URL of the new database. */
   url: string
   /** Drops the database, closing whatever connections are still open on it. */
@@ -27,19 +29,24 @@ export interface ServerDatabase {
  * A brand-new database on the PostgreSQL server at serverUrl: empty (unmigrated), or a copy of
  * `template`.
  */
-export async function createServerDatabase(serverUrl: string, template?: string): Promise<ServerDatabase> {
-  const name = `test_${process.pid}_${randomBytes(4).toString('hex')}`
+export async function createServerDatabase(
+  serverUrl: string,
+  template?: string,
+  prefix = 'test',
+): Promise<ServerDatabase> {
+  const name = `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`
   await onServer(serverUrl, `create database ${name}${template ? ` template ${template}` : ''}`)
   const url = new URL(serverUrl)
   url.pathname = `/${name}`
   return {
+    name,
     url: url.toString(),
     drop: () => onServer(serverUrl, `drop database if exists ${name} with (force)`),
   }
 }
 
 /** One statement on the server's own database, on a connection of its own. */
-export async function onServer(serverUrl: string, statement: string): Promise<void> {
+async function onServer(serverUrl: string, statement: string): Promise<void> {
   const admin = new pg.Client({ connectionString: serverUrl })
   await admin.connect()
   try {
