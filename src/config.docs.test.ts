@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { projectRoot } from '../test/helpers/cli.ts'
+import { projectRoot } from '../test/helpers/project-root.ts'
 import { CONFIG_VARIABLES } from './config.ts'
 import { withVariablesMarkdown } from './config-docs.ts'
 import { NODE_VARIABLES } from './config-variables.ts'

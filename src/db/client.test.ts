@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
-import { projectRoot } from '../../test/helpers/cli.ts'
+import { projectRoot } from '../../test/helpers/project-root.ts'
 import type { DatabaseTarget } from './client.ts'
 
 const run = promisify(execFile)

@@ -2,8 +2,8 @@ import { execFile } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { TEST_APP_KEY } from './build-test-app.ts'
+import { nodeBin, projectRoot } from './project-root.ts'
 import { timedSetup } from './setup-time.ts'
 import {
   copyPgliteTemplate,
@@ -11,9 +11,6 @@ import {
   type ServerDatabase,
   templateName,
 } from './test-database.ts'
-
-export const projectRoot = fileURLToPath(new URL('../..', import.meta.url))
-const node = join(projectRoot, 'node_modules/.bin/node')
 
 export interface CliResult {
   code: number
@@ -62,7 +59,7 @@ export async function createCliEnvironment(options: { empty?: boolean } = {}): P
     run: (args, extraEnv = {}) =>
       new Promise((resolve) => {
         execFile(
-          node,
+          nodeBin,
           ['src/cli.ts', ...args],
           { cwd: projectRoot, env: { ...env, ...extraEnv } },
           (error, stdout, stderr) => {

@@ -3,11 +3,11 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SPA_ORIGIN } from './build-test-app.ts'
-import { projectRoot } from './cli.ts'
 import { freePort } from './ports.ts'
+import { nodeBin, projectRoot } from './project-root.ts'
+import { copyPgliteTemplate } from './test-database.ts'
 
 // The service as `npm start` runs it: a real Node 24 process, real sockets, real signals.
-const nodeBin = join(projectRoot, 'node_modules/.bin/node')
 const serverEntry = join(projectRoot, 'src/server.ts')
 
 // PGlite's first start in a new folder runs initdb: seconds, more on a busy machine.
@@ -65,6 +65,16 @@ const tempDirs: string[] = []
 export function makeTempDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'trading-api-server-'))
   tempDirs.push(dir)
+  return dir
+}
+
+/**
+ * A fresh DATA_DIR whose PGlite database (DATA_DIR/db) is a copy of the run's migrated one, for a
+ * server whose test is not about its first start: it skips initdb and the migrations.
+ */
+export function migratedDataDir(): string {
+  const dir = makeTempDir()
+  copyPgliteTemplate(join(dir, 'db'))
   return dir
 }
 

@@ -7,8 +7,14 @@ import { inject } from 'vitest'
 import { type Database, openDatabase } from '../../src/db/client.ts'
 import { timedSetup } from './setup-time.ts'
 
-/** The migrated database each test database is copied from, made once per run (database-template.ts). */
-export type DatabaseTemplate = { kind: 'pglite'; dumpFile: string } | { kind: 'postgres'; name: string }
+/**
+ * The migrated databases test databases are copied from, made once per run (database-template.ts):
+ * PGlite's data folder as a tarball, and with TEST_DATABASE_URL the server's template database.
+ */
+export interface DatabaseTemplate {
+  pgliteDump: string
+  postgres?: string
+}
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -69,8 +75,8 @@ async function openMigratedDatabase(): Promise<Database> {
   const serverUrl = process.env.TEST_DATABASE_URL
   const template = inject('databaseTemplate')
   if (!serverUrl) {
-    if (template?.kind === 'pglite') {
-      return openDatabase({ memory: true, from: pgliteDump(template.dumpFile), wasmModule: pgliteWasm() })
+    if (template) {
+      return openDatabase({ memory: true, from: pgliteDump(template.pgliteDump), wasmModule: pgliteWasm() })
     }
     const database = await openDatabase({ memory: true })
     await database.migrate()
@@ -91,8 +97,7 @@ async function openMigratedDatabase(): Promise<Database> {
 
 /** The run's PostgreSQL template database, when the run has one. */
 export function templateName(): string | undefined {
-  const template = inject('databaseTemplate')
-  return template?.kind === 'postgres' ? template.name : undefined
+  return inject('databaseTemplate')?.postgres
 }
 
 /**
@@ -102,10 +107,10 @@ export function templateName(): string | undefined {
  */
 export function copyPgliteTemplate(folder: string): void {
   const template = inject('databaseTemplate')
-  if (template?.kind !== 'pglite') return
+  if (!template) return
   mkdirSync(folder, { recursive: true })
   // The dump names its members from the root of the data folder ("/base/..."); tar strips the "/".
-  execFileSync('tar', ['-xf', template.dumpFile, '-C', folder], { stdio: ['ignore', 'ignore', 'pipe'] })
+  execFileSync('tar', ['-xf', template.pgliteDump, '-C', folder], { stdio: ['ignore', 'ignore', 'pipe'] })
 }
 
 // Read and compiled once per test process, for every database a file (or a worker's files) opens.

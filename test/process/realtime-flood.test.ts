@@ -1,7 +1,12 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { parseSamples, type Sample, sampleValue } from '../helpers/prometheus.ts'
 import { PusherSocket } from '../helpers/pusher-socket.ts'
-import { killServerProcesses, removeTempDirs, startServerProcess } from '../helpers/server-process.ts'
+import {
+  killServerProcesses,
+  migratedDataDir,
+  removeTempDirs,
+  startServerProcess,
+} from '../helpers/server-process.ts'
 
 // Issue 25: 150,000 subscriptions from one anonymous socket grew an instance by 270 MB in seconds,
 // and some 500,000 killed one. The server runs as its own process here, so its heap is its alone.
@@ -32,7 +37,9 @@ async function upWithin(baseUrl: string): Promise<number> {
 
 describe('node src/server.ts flooded with subscriptions by one socket (default limits)', () => {
   it('holds 100 of 150,000 subscriptions, keeps its heap within 64 MB of where it was, and answers /up', async () => {
-    const server = await startServerProcess({ env: { METRICS_TOKEN, LOG_LEVEL: 'warn', ...REVERB } })
+    const server = await startServerProcess({
+      env: { DATA_DIR: migratedDataDir(), METRICS_TOKEN, LOG_LEVEL: 'warn', ...REVERB },
+    })
     const socket = await PusherSocket.open(server.baseUrl, REVERB.REVERB_APP_KEY)
     const heapBefore = sampleValue(await scrape(server.baseUrl), 'nodejs_heap_size_used_bytes')
 

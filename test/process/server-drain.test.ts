@@ -12,7 +12,7 @@ import { FakeModel } from '../helpers/fake-model.ts'
 import { PusherSocket } from '../helpers/pusher-socket.ts'
 import {
   killServerProcesses,
-  makeTempDir,
+  migratedDataDir,
   removeTempDirs,
   startServerProcess,
 } from '../helpers/server-process.ts'
@@ -29,11 +29,11 @@ const APP_KEY = `key-${randomBytes(6).toString('hex')}`
 const LOAD_CLIENTS = 4
 
 const model = new FakeModel()
-// One data folder for the file: the second start skips initdb and the migrations.
+// One data folder for the file, a copy of the run's migrated database: no start runs initdb.
 let dataDir: string | undefined
 
 async function start(env: Record<string, string>) {
-  dataDir ??= makeTempDir()
+  dataDir ??= migratedDataDir()
   if (!model.url) await model.start()
   return startServerProcess({
     env: {

@@ -3,11 +3,11 @@ import { basename, join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parse as parseYaml } from 'yaml'
 import { TEST_APP_KEY } from '../helpers/build-test-app.ts'
-import { projectRoot } from '../helpers/cli.ts'
 import { TestClient } from '../helpers/client.ts'
+import { projectRoot } from '../helpers/project-root.ts'
 import {
   killServerProcesses,
-  makeTempDir,
+  migratedDataDir,
   removeTempDirs,
   type ServerProcess,
   startServerProcess,
@@ -57,7 +57,7 @@ beforeAll(async () => {
   // Only this environment: no AI_* (the offline model), no UPSTREAM_BASE_URL (the in-process
   // simulator), no DATABASE_URL (PGlite under DATA_DIR); a fresh cwd so no .env is read.
   server = await startServerProcess({
-    env: { APP_KEY: TEST_APP_KEY, DATA_DIR: makeTempDir(), LOG_LEVEL: 'warn' },
+    env: { APP_KEY: TEST_APP_KEY, DATA_DIR: migratedDataDir(), LOG_LEVEL: 'warn' },
     upWithinMs: START_DEADLINE_MS,
   })
   baseUrl = server.baseUrl

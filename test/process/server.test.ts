@@ -7,12 +7,13 @@ import pg from 'pg'
 import { afterEach, describe, expect, it } from 'vitest'
 import { openDatabase } from '../../src/db/client.ts'
 import { SPA_ORIGIN, TEST_APP_KEY } from '../helpers/build-test-app.ts'
-import { projectRoot } from '../helpers/cli.ts'
 import { TestClient } from '../helpers/client.ts'
 import { uniqueEmail } from '../helpers/factories.ts'
+import { projectRoot } from '../helpers/project-root.ts'
 import {
   killServerProcesses,
   makeTempDir,
+  migratedDataDir,
   removeTempDirs,
   spawnServerProcess,
   startServerProcess,
@@ -118,7 +119,7 @@ describe('node src/server.ts on embedded PGlite under DATA_DIR', () => {
   it(
     'without APP_KEY generates DATA_DIR/app-key on first start and reuses it on the next',
     async () => {
-      const dataDir = makeTempDir()
+      const dataDir = migratedDataDir()
       const env = { DATA_DIR: dataDir }
 
       const first = await startServerProcess({ env })
@@ -154,7 +155,7 @@ describe('node src/server.ts on embedded PGlite under DATA_DIR', () => {
   it(
     'on SIGTERM finishes the request in flight, refuses new connections, and exits 0',
     async () => {
-      const server = await startServerProcess({ env: { DATA_DIR: makeTempDir(), APP_KEY: TEST_APP_KEY } })
+      const server = await startServerProcess({ env: { DATA_DIR: migratedDataDir(), APP_KEY: TEST_APP_KEY } })
       const client = new TestClient(server.baseUrl)
       await client.csrf()
       const account = registration()
@@ -226,7 +227,7 @@ describe('node src/server.ts without UPSTREAM_BASE_URL', () => {
   it(
     'runs the upstream simulator in-process, logs its URL, and serves GET /api/markets from it',
     async () => {
-      const server = await startServerProcess({ env: { DATA_DIR: makeTempDir(), APP_KEY: TEST_APP_KEY } })
+      const server = await startServerProcess({ env: { DATA_DIR: migratedDataDir(), APP_KEY: TEST_APP_KEY } })
       const line = server.logLines().find((l) => String(l.msg).startsWith('upstream simulator running at '))
       expect(line, server.stdout()).toBeDefined()
       const url = String(line?.url)

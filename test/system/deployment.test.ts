@@ -6,9 +6,9 @@ import pg from 'pg'
 import { Agent, setGlobalDispatcher } from 'undici'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/config.ts'
-import { projectRoot } from '../helpers/cli.ts'
 import { TestClient } from '../helpers/client.ts'
 import { connected, echoAt, eventually } from '../helpers/echo.ts'
+import { projectRoot } from '../helpers/project-root.ts'
 import { ADMIN, migrationCount, registeredAt, type Stack, SUPPORT_EMAIL, startStack } from './stack.ts'
 
 /**

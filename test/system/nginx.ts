@@ -2,7 +2,7 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { projectRoot } from '../helpers/cli.ts'
+import { projectRoot } from '../helpers/project-root.ts'
 import { waitForPort } from './processes.ts'
 
 export const NGINX_BIN = '/usr/sbin/nginx'

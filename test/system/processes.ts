@@ -2,7 +2,8 @@ import { execFile } from 'node:child_process'
 import { mkdirSync } from 'node:fs'
 import net from 'node:net'
 import { join } from 'node:path'
-import { type CliResult, projectRoot } from '../helpers/cli.ts'
+import type { CliResult } from '../helpers/cli.ts'
+import { projectRoot } from '../helpers/project-root.ts'
 import { type Exit, type ServerProcess, spawnServerProcess } from '../helpers/server-process.ts'
 
 const nodeBin = join(projectRoot, 'node_modules/.bin/node')

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { type CliEnvironment, createCliEnvironment, projectRoot } from '../../../test/helpers/cli.ts'
+import { type CliEnvironment, createCliEnvironment } from '../../../test/helpers/cli.ts'
+import { projectRoot } from '../../../test/helpers/project-root.ts'
 import { openConfiguredDatabase } from '../../app.ts'
 import { loadConfig } from '../../config.ts'
 import { outbox } from '../../db/schema/index.ts'
