@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildTestApp } from '../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../test/helpers/client.ts'
 import { minutes } from '../../test/helpers/clock.ts'
-import { signedInClient } from '../../test/helpers/factories.ts'
+import { signedInAdmin, signedInClient } from '../../test/helpers/factories.ts'
 import { sharedDatabase } from '../../test/helpers/test-database.ts'
 import { appUnderTest, mailSinkUnderTest } from '../../test/helpers/under-test.ts'
 import { sessions, users } from '../db/schema/index.ts'
@@ -38,7 +38,7 @@ describe('session cache, one instance', () => {
 
   it('refuses a user blocked by an admin on the next request', async () => {
     const { client } = await signedInClient(t, { verified: true })
-    const { client: admin } = await signedInClient(t, { isAdmin: true, verified: true })
+    const { client: admin } = await signedInAdmin(t)
     const me = await client.get('/api/user')
     expect(me.status).toBe(200)
     expect((await admin.post(`/api/user/block-unblock/${me.data.id}`, {})).status).toBe(200)
@@ -47,7 +47,7 @@ describe('session cache, one instance', () => {
 
   it('refuses a user deleted by an admin on the next request', async () => {
     const { client, user } = await signedInClient(t, { verified: true })
-    const { client: admin } = await signedInClient(t, { isAdmin: true, verified: true })
+    const { client: admin } = await signedInAdmin(t)
     expect((await client.get('/api/user')).status).toBe(200)
     expect((await admin.delete(`/api/users/${user.id}`)).status).toBe(200)
     expect((await client.get('/api/user')).status).toBe(401)
@@ -201,7 +201,7 @@ describe.each(redisUrl ? ['redis'] : [])('session cache, two instances sharing %
     const onB = twinOf(onA, b.baseUrl)
     const me = await onB.get('/api/user')
     expect(me.status).toBe(200)
-    const { client: admin } = await signedInClient(a, { isAdmin: true, verified: true })
+    const { client: admin } = await signedInAdmin(a)
     expect((await admin.post(`/api/user/block-unblock/${me.data.id}`, {})).status).toBe(200)
     expect(await within(HOP_MS, async () => (await onB.get('/api/user')).status === 401)).toBe(true)
   })

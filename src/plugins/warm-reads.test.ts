@@ -2,7 +2,7 @@ import { request } from 'node:http'
 import { beforeEach, describe, expect, it } from 'vitest'
 import { buildTestApp, SPA_ORIGIN, type TestApp } from '../../test/helpers/build-test-app.ts'
 import { minutes } from '../../test/helpers/clock.ts'
-import { signedInClient } from '../../test/helpers/factories.ts'
+import { signedInAdmin, signedInClient } from '../../test/helpers/factories.ts'
 import { memoryLog } from '../../test/helpers/memory-log.ts'
 import { parseSamples, sampleValue } from '../../test/helpers/prometheus.ts'
 import { upstreamEnv } from '../../test/helpers/proxy.ts'
@@ -195,7 +195,7 @@ describe('a request the lane leaves to Fastify', () => {
     expect(unknown.headers.getSetCookie().join()).toContain('app_session=;')
 
     const { cookie, user } = await signedIn()
-    const admin = await signedInClient(t, { isAdmin: true })
+    const admin = await signedInAdmin(t)
     const blocked = await admin.client.post(`/api/user/block-unblock/${user.id}`, {})
     expect(blocked.status).toBe(200)
     expect(await viaLane('/api/markets', { cookie })).toMatchObject({ status: 401, laned: false })

@@ -77,6 +77,18 @@ export async function signedInClient(
   return { client, user, password }
 }
 
+/**
+ * A signed-in, verified admin whose session has just confirmed the password, as the admin screens
+ * need before an account's block, deletion, email, password or role changes (423 otherwise).
+ */
+export async function signedInAdmin(
+  t: TestApp,
+): Promise<{ client: TestClient; user: UserRow; password: string }> {
+  const admin = await signedInClient(t, { isAdmin: true, verified: true })
+  await confirmPassword(admin.client, admin.password)
+  return admin
+}
+
 /** Credits `amount` (a decimal string or number) to the user through the ledger, as an admin adjustment would. */
 export async function grantCredits(db: Db, userId: number, amount: string | number): Promise<void> {
   const ledger = createLedgerService({ db, clock: systemClock })

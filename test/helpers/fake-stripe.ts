@@ -240,3 +240,33 @@ export function disputeEvent(options: DisputeEventOptions) {
 /** The `Stripe-Signature` header for `payload`, made by the SDK's own test helper. */
 export const signatureFor = (payload: string, secret: string, timestamp?: number): string =>
   Stripe.webhooks.generateTestHeaderString({ payload, secret, timestamp })
+
+/** Posts a signed webhook delivery to the app as Stripe does: raw JSON, no cookies, no CSRF token. */
+export async function deliverWebhook(
+  baseUrl: string,
+  payload: string,
+  secret: string,
+): Promise<{ status: number; data: unknown }> {
+  const res = await fetch(`${baseUrl}/payments/buy-credits/webhook`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json; charset=utf-8',
+      'stripe-signature': signatureFor(payload, secret),
+    },
+    body: payload,
+  })
+  return { status: res.status, data: await res.json() }
+}
+
+/** The user starts a checkout of `packageId` in the app (GET /buy-credits/{package}); answers the session made. */
+export async function startCheckoutIn(
+  stripe: FakeStripe,
+  client: { get(path: string): Promise<{ status: number }> },
+  packageId: string,
+): Promise<{ sessionId: string; metadata: Record<string, string>; amount: number }> {
+  const res = await client.get(`/buy-credits/${packageId}`)
+  if (res.status !== 303) throw new Error(`checkout of ${packageId} answered ${res.status}`)
+  const session = stripe.createdSessions.at(-1)
+  if (!session) throw new Error('no checkout session was created')
+  return { sessionId: session.id, metadata: session.metadata, amount: session.amount_total }
+}

@@ -6,6 +6,9 @@ export const ADMIN_AUDIT_ACTIONS = [
   'user.email',
   'user.password',
   'user.role',
+  'user.block',
+  'user.unblock',
+  'user.delete',
 ] as const
 export type AdminAuditAction = (typeof ADMIN_AUDIT_ACTIONS)[number]
 

@@ -3,6 +3,7 @@ import {
   bigint,
   check,
   index,
+  jsonb,
   numeric,
   pgTable,
   text,
@@ -25,9 +26,10 @@ const at = (name: string) => timestamp(name, { withTimezone: true, precision: 6 
 export const creditAccounts = pgTable(
   'credit_accounts',
   {
-    userId: bigint('user_id', { mode: 'number' })
-      .primaryKey()
-      .references(() => users.id, { onDelete: 'cascade' }),
+    // No foreign key to users, here or in the other money tables: money records outlive the
+    // account. A deleted user's balance, ledger, holds and purchases stay, by id alone, detached
+    // from the personal data that went with the user.
+    userId: bigint('user_id', { mode: 'number' }).primaryKey(),
     balance: credits('balance').notNull().default('0'),
     held: credits('held').notNull().default('0'),
     currentPackageId: varchar('current_package_id', { length: 64 }),
@@ -39,8 +41,11 @@ export const creditAccounts = pgTable(
   (t) => [check('credit_accounts_held_non_negative', sql`${t.held} >= 0`)],
 )
 
-/** Ledger kinds that take back paid credits whatever is left: the balance may go below zero. */
-export const REVERSAL_KINDS = ['refund', 'dispute_withheld'] as const
+/**
+ * Debits written whatever is left, so the balance may go below zero: the reversals take back paid
+ * credits, and an AI answer already delivered is paid for (docs/credits.md).
+ */
+export const BELOW_ZERO_DEBIT_KINDS = ['refund', 'dispute_withheld', 'feature_use'] as const
 
 export const PURCHASE_STATUSES = ['pending', 'paid', 'rejected'] as const
 export type PurchaseStatus = (typeof PURCHASE_STATUSES)[number]
@@ -56,9 +61,7 @@ export const creditPurchases = pgTable(
   'credit_purchases',
   {
     id: bigint('id', { mode: 'number' }).primaryKey().generatedByDefaultAsIdentity(),
-    userId: bigint('user_id', { mode: 'number' })
-      .notNull()
-      .references(() => users.id, { onDelete: 'cascade' }),
+    userId: bigint('user_id', { mode: 'number' }).notNull(),
     checkoutSessionId: varchar('checkout_session_id', { length: 255 }).notNull(),
     paymentIntentId: varchar('payment_intent_id', { length: 255 }),
     packageId: varchar('package_id', { length: 64 }).notNull(),
@@ -94,9 +97,7 @@ export const creditTransactions = pgTable(
   'credit_transactions',
   {
     id: bigint('id', { mode: 'number' }).primaryKey().generatedByDefaultAsIdentity(),
-    userId: bigint('user_id', { mode: 'number' })
-      .notNull()
-      .references(() => users.id, { onDelete: 'cascade' }),
+    userId: bigint('user_id', { mode: 'number' }).notNull(),
     amount: credits('amount').notNull(),
     kind: varchar('kind', { length: 32 }).notNull(),
     reference: varchar('reference', { length: 191 }),
@@ -117,11 +118,12 @@ export const creditTransactions = pgTable(
     index('credit_transactions_user_id_id_index').on(t.userId, t.id),
     index('credit_transactions_created_at_index').on(t.createdAt, t.id),
     check('credit_transactions_amount_non_zero', sql`${t.amount} <> 0`),
-    // Only a reversal (and the capture of a hold placed before it) may leave the balance below zero;
+    // Only a reversal, the capture of a hold placed before it, and an AI answer already delivered
+    // (docs/credits.md) may leave the balance below zero;
     // a credit may leave it below zero too, when it only pays back part of what a reversal took.
     check(
       'credit_transactions_balance_after_non_negative',
-      sql`${t.balanceAfter} >= 0 or ${t.amount} > 0 or ${t.kind} in ('refund', 'dispute_withheld', 'hold_capture')`,
+      sql`${t.balanceAfter} >= 0 or ${t.amount} > 0 or ${t.kind} in ('refund', 'dispute_withheld', 'hold_capture', 'feature_use')`,
     ),
     // An AI answer is paid for once.
     uniqueIndex('credit_transactions_ai_call_unique').on(t.aiCallId).where(sql`${t.kind} = 'feature_use'`),
@@ -140,9 +142,7 @@ export const creditHolds = pgTable(
   'credit_holds',
   {
     id: bigint('id', { mode: 'number' }).primaryKey().generatedByDefaultAsIdentity(),
-    userId: bigint('user_id', { mode: 'number' })
-      .notNull()
-      .references(() => users.id, { onDelete: 'cascade' }),
+    userId: bigint('user_id', { mode: 'number' }).notNull(),
     brokerParentOrderId: varchar('broker_parent_order_id', { length: 191 }).notNull(),
     brokerAccountHash: varchar('broker_account_hash', { length: 191 }),
     creditsAmount: credits('credits_amount').notNull(),
@@ -163,6 +163,27 @@ export const creditHolds = pgTable(
   ],
 )
 
+/**
+ * Refund and dispute events that came before the payment they reverse was credited (the provider
+ * does not promise the order of its events): kept as received, and applied in the transaction that
+ * credits the payment, so the result does not depend on the order of arrival.
+ */
+export const deferredPaymentEvents = pgTable(
+  'deferred_payment_events',
+  {
+    /** The provider's event id. */
+    id: varchar('id', { length: 255 }).primaryKey(),
+    type: varchar('type', { length: 128 }).notNull(),
+    paymentIntentId: varchar('payment_intent_id', { length: 255 }).notNull(),
+    /** The verified event, as the provider sent it. */
+    event: jsonb('event').notNull(),
+    /** When the provider made the event: deferred events apply in this order. */
+    eventCreatedAt: at('event_created_at').notNull(),
+    createdAt: at('created_at').notNull(),
+  },
+  (t) => [index('deferred_payment_events_payment_intent_index').on(t.paymentIntentId, t.eventCreatedAt)],
+)
+
 /** Payment-provider events already handled: a retried delivery of one event id does nothing. */
 export const paymentEvents = pgTable('payment_events', {
   id: varchar('id', { length: 255 }).primaryKey(),
@@ -175,3 +196,4 @@ export type CreditAccountRow = typeof creditAccounts.$inferSelect
 export type CreditTransactionRow = typeof creditTransactions.$inferSelect
 export type CreditHoldRow = typeof creditHolds.$inferSelect
 export type CreditPurchaseRow = typeof creditPurchases.$inferSelect
+export type DeferredPaymentEventRow = typeof deferredPaymentEvents.$inferSelect

@@ -8,6 +8,7 @@ import { eventuallyPasses } from '../../../test/helpers/passes.ts'
 import { appUnderTest, fakeModelUnderTest } from '../../../test/helpers/under-test.ts'
 import { aiCalls, chatMessages, creditTransactions } from '../../db/schema/index.ts'
 import { createFeatureMeter } from '../credits/feature-meter.ts'
+import { auditLedger } from '../credits/ledger-audit.ts'
 
 // "AI features cost credits" (docs/credits.md): a completed trading or assistant answer and a
 // completed chat analysis debit their catalogue cost (config/billing.json) once, as a feature_use
@@ -157,6 +158,67 @@ describe('a user short of credits', () => {
     expect(model.requests).toHaveLength(1)
     expect(await featureUses(user.id)).toHaveLength(1)
     expect((await creditsOf(client)).available_credits).toBe(0)
+  })
+})
+
+describe('a delivered answer is always paid', () => {
+  it('a hold taking the credits while the answer streams: the answer is charged below zero, and nothing paid starts until a purchase', async () => {
+    const { client, user } = await signedInClient(t, { credits: 1 })
+    model.reply({ text: Array.from({ length: 6 }, (_, i) => `part ${i} `), gapMs: 100 })
+    const order = { broker_parent_order_id: 'while-streaming', credits_amount: 1 }
+    let hold: Promise<{ status: number }> | undefined
+    await askAgent(client, 'trading', [userMessage('A long answer?')], {
+      onChunk: (chunk) => {
+        if (chunk.type === 'text-delta') hold ??= client.post('/api/credit-holds', order)
+      },
+    })
+    expect((await hold)?.status).toBe(201)
+    expect((await featureUses(user.id)).map((row) => [row.amount, row.balanceAfter])).toEqual([
+      ['-1.0000', '0.0000'],
+    ])
+    expect(await creditsOf(client)).toEqual({
+      available_credits: 0,
+      held_credits: 1,
+      credits_available_for_automation: -1,
+    })
+    // The order is cancelled: its credits come back, but the answer stays paid.
+    expect(
+      (
+        await client.post('/api/credit-holds/release', {
+          broker_parent_order_id: order.broker_parent_order_id,
+        })
+      ).status,
+    ).toBe(200)
+    expect(await creditsOf(client)).toEqual({
+      available_credits: 0,
+      held_credits: 0,
+      credits_available_for_automation: 0,
+    })
+    expect((await post(client, 'trading', 'Again?')).status).toBe(422)
+    expect(model.requests).toHaveLength(1)
+  })
+
+  it('an analysis asked with ask_ai, a hold taking the credits before it runs: charged when it completes', async () => {
+    const { client, user } = await signedInClient(t, { credits: 2 })
+    const group = await createGroup(client)
+    // Slow enough that the hold comes while the analysis waits for the model.
+    model.reply({ text: 'An uptrend.', delayMs: 300 })
+    expect(
+      (await client.post('/api/message', { group_id: group.id, body: 'Trend?', ask_ai: true })).status,
+    ).toBe(201)
+    const hold = await client.post('/api/credit-holds', {
+      broker_parent_order_id: 'before-run',
+      credits_amount: 2,
+    })
+    expect(hold.status).toBe(201)
+    await t.app.outbox.drain()
+    expect((await featureUses(user.id)).map((row) => row.amount)).toEqual(['-2.0000'])
+    expect((await creditsOf(client)).credits_available_for_automation).toBe(-2)
+    expect(
+      (await client.post('/api/message', { group_id: group.id, body: 'More?', ask_ai: true })).status,
+    ).toBe(422)
+    const audit = await auditLedger(t.database.db)
+    expect(audit.failed).toEqual([])
   })
 })
 

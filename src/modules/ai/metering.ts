@@ -7,12 +7,15 @@
 /** The catalogue's (config/billing.json) ids of the metered AI features. */
 export type AiFeature = 'ai_trading_agent' | 'ai_assistant' | 'ai_analysis'
 
-/** How a charge ended: a feature_use row written, nothing to charge, one already there, or refused. */
-export type ChargeOutcome = 'charged' | 'free' | 'already-charged' | 'refused'
+/**
+ * How a charge ended: a feature_use row written (below zero if need be: a completed call was
+ * delivered), nothing to charge, one already there, or the write failed (the database down).
+ */
+export type ChargeOutcome = 'charged' | 'free' | 'already-charged' | 'failed'
 
 /** A feature's cost set aside for one call under way: charged when it completes, else released. */
 export interface FeatureReservation {
-  /** Debits the cost once, linked to the call's ai_calls row; never throws (a refusal is logged). */
+  /** Debits the cost once, linked to the call's ai_calls row; never throws (a failure is logged). */
   charge(aiCallId: number): Promise<ChargeOutcome>
   /** Frees the cost set aside, charging nothing. Safe to call again, and after charge. */
   release(): void

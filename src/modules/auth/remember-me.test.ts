@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest'
 import { buildTestApp } from '../../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../../test/helpers/client.ts'
 import { minutes } from '../../../test/helpers/clock.ts'
-import { createUser, signedInClient } from '../../../test/helpers/factories.ts'
+import { createUser, signedInAdmin } from '../../../test/helpers/factories.ts'
 import { resetPasswordByMail } from '../../../test/helpers/password-reset.ts'
 import { appUnderTest, mailSinkUnderTest } from '../../../test/helpers/under-test.ts'
 import { rememberTokens, sessions } from '../../db/schema/index.ts'
@@ -228,7 +228,7 @@ describe('what ends a remembered device', () => {
 
   it('being blocked by an admin, and the account deleted', async () => {
     const { user, client } = await rememberedUser()
-    const admin = async () => (await signedInClient(t, { isAdmin: true, verified: true })).client
+    const admin = async () => (await signedInAdmin(t)).client
     expect((await (await admin()).post(`/api/user/block-unblock/${user.id}`, {})).status).toBe(200)
     expect(await me(client)).toBe(401)
     // Unblocked again: the device was forgotten at the block, and stays so.

@@ -2,7 +2,7 @@ import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { createGroup, joinGroup, postMessage, recordEvents } from '../../../test/helpers/chat.ts'
-import { signedInClient } from '../../../test/helpers/factories.ts'
+import { signedInAdmin, signedInClient } from '../../../test/helpers/factories.ts'
 import { appUnderTest } from '../../../test/helpers/under-test.ts'
 
 /**
@@ -55,7 +55,7 @@ describe('deleting an account', () => {
   })
 
   it('deletes a group its owner was alone in, with its files, when an admin deletes the account', async () => {
-    const admin = await signedInClient(t, { isAdmin: true })
+    const admin = await signedInAdmin(t)
     const loner = await signedInClient(t)
     const kept = await createGroup(loner.client, { name: 'Shared' })
     const other = await signedInClient(t)

@@ -75,6 +75,7 @@ describe('the credit fields of the user object', () => {
         reference: 'U1',
         reason: null,
         created_at: laravelDate(t.clock.now()),
+        purchase: null,
       },
     ])
 
@@ -183,7 +184,7 @@ describe('the ledger service', () => {
     const ledger = createLedgerService({ db: t.database.db, clock: t.clock })
     const debit = (amount: string) =>
       ledger.withLockedAccount(user.id, (tx) =>
-        ledger.append(tx, { userId: user.id, amount, kind: 'feature_use' }, 'cost'),
+        ledger.append(tx, { userId: user.id, amount, kind: 'admin_adjustment' }, 'cost'),
       )
     const refused = await debit('-1.0001').catch((error: unknown) => error)
     expect(refused).toBeInstanceOf(ValidationError)
@@ -191,8 +192,24 @@ describe('the ledger service', () => {
     expect((await client.get('/api/user')).data).toMatchObject(credits(3, 2, 1))
 
     const row = await debit('-1')
-    expect(row).toMatchObject({ amount: '-1.0000', balanceAfter: '2.0000', kind: 'feature_use' })
+    expect(row).toMatchObject({ amount: '-1.0000', balanceAfter: '2.0000', kind: 'admin_adjustment' })
     expect((await client.get('/api/user')).data).toMatchObject(credits(2, 2, 0))
+  })
+
+  it('writes a delivered AI answer (feature_use) and the reversals whatever is left, below zero', async () => {
+    const { client, user } = await signedInClient(t)
+    await grantCredits(t.database.db, user.id, 1)
+    await client.post('/api/credit-holds', { broker_parent_order_id: 'S2', credits_amount: 1 })
+    const ledger = createLedgerService({ db: t.database.db, clock: t.clock })
+    const row = await ledger.withLockedAccount(user.id, (tx) =>
+      ledger.append(tx, { userId: user.id, amount: '-1', kind: 'feature_use' }),
+    )
+    expect(row).toMatchObject({ amount: '-1.0000', balanceAfter: '0.0000' })
+    expect((await client.get('/api/user')).data).toMatchObject(credits(0, 1, -1))
+    const below = await ledger.withLockedAccount(user.id, (tx) =>
+      ledger.append(tx, { userId: user.id, amount: '-0.5', kind: 'feature_use' }),
+    )
+    expect(below).toMatchObject({ balanceAfter: '-0.5000' })
   })
 
   it('refuses a zero or over-precise amount', async () => {

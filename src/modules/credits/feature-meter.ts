@@ -4,7 +4,7 @@ import { ValidationError } from '../../lib/errors.ts'
 import type { BillingCatalog } from './billing.catalog.ts'
 import type { LedgerService } from './ledger.service.ts'
 
-type Outcome = 'charged' | 'free' | 'already-charged' | 'refused'
+type Outcome = 'charged' | 'free' | 'already-charged' | 'failed'
 
 /**
  * Meters the features of the catalogue (config/billing.json) that AI calls use: a check before the
@@ -12,8 +12,10 @@ type Outcome = 'charged' | 'free' | 'already-charged' | 'refused'
  * call) when the call completed. A cost of 0 or a feature not in the catalogue is free: no row.
  *
  * While a call is under way its cost is set aside in this instance's memory, so a user cannot start
- * more calls at once than their credits pay for; the debit at completion may still be refused (a
- * spend on another instance, or a hold, came first): the answer was delivered, the refusal is logged.
+ * more calls at once than their credits pay for here. A completed call was delivered, so it is paid
+ * whatever is left when it ends (a hold, or a call on another instance, may have taken the credits
+ * meanwhile): the balance may go below zero, and no paid feature or hold starts again until a
+ * purchase covers it. Only a failed write (the database down) leaves it unpaid, and is logged.
  */
 export function createFeatureMeter(deps: {
   ledger: LedgerService
@@ -48,12 +50,8 @@ export function createFeatureMeter(deps: {
     } catch (error) {
       // The unique index on (ai_call_id) of feature_use rows: this call is already paid for.
       if (isUniqueViolation(error, 'credit_transactions_ai_call_unique')) return 'already-charged'
-      const refused = error instanceof ValidationError
-      log.warn(
-        { ...use, cost: priced.cost, failure: refused ? 'insufficient credits' : String(error) },
-        'AI feature not charged',
-      )
-      return 'refused'
+      log.warn({ ...use, cost: priced.cost, failure: String(error) }, 'AI feature not charged')
+      return 'failed'
     }
   }
 

@@ -116,9 +116,11 @@ describe('the ledger audit over refunds and disputes', () => {
       sql`update credit_accounts set held = 75 where user_id in (${plain.id}, ${user.id})`,
     )
     const failed = await failedChecks()
-    expect(failed).toContain('account held negative, or above the balance without a reversal')
+    expect(failed).toContain(
+      'account held negative, or above the balance without a reversal or an answer paid',
+    )
     const problems = (await auditLedger(t.database.db)).failed.find(
-      (f) => f.check === 'account held negative, or above the balance without a reversal',
+      (f) => f.check === 'account held negative, or above the balance without a reversal or an answer paid',
     )?.problems
     expect(problems).toBe(1)
   })

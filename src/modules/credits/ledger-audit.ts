@@ -28,12 +28,12 @@ const CHECKS = sql`
   select 'account held differs from the held holds', count(*)::int from credit_accounts a
     where a.held <> (select coalesce(sum(credits_amount), 0) from credit_holds h where h.user_id = a.user_id and h.status = 'held')
   union all
-  select 'account held negative, or above the balance without a reversal', count(*)::int from credit_accounts a
+  select 'account held negative, or above the balance without a reversal or an answer paid', count(*)::int from credit_accounts a
     where a.held < 0 or (a.held > a.balance and not exists (
-      select 1 from credit_transactions t where t.user_id = a.user_id and t.kind in ('refund', 'dispute_withheld')))
+      select 1 from credit_transactions t where t.user_id = a.user_id and t.kind in ('refund', 'dispute_withheld', 'feature_use')))
   union all
-  select 'debits below zero other than reversals', count(*)::int from credit_transactions
-    where balance_after < 0 and amount < 0 and kind not in ('refund', 'dispute_withheld', 'hold_capture')
+  select 'debits below zero other than reversals and answers paid', count(*)::int from credit_transactions
+    where balance_after < 0 and amount < 0 and kind not in ('refund', 'dispute_withheld', 'hold_capture', 'feature_use')
   union all
   select 'paid purchases without exactly one purchase credit of their credits', count(*)::int from credit_purchases p
     where p.status = 'paid' and (select count(*) from credit_transactions t
@@ -44,11 +44,9 @@ const CHECKS = sql`
       where t.purchase_id = p.id and t.kind = 'refund')
   union all
   select 'dispute rows differ from the purchase''s dispute', count(*)::int from credit_purchases p
-    where (p.dispute_status is null and p.credits_disputed <> 0)
+    where (p.dispute_status = 'won' or p.dispute_status is null) and p.credits_disputed <> 0
     or p.credits_disputed <> (select coalesce(-sum(amount), 0) from credit_transactions t
-      where t.purchase_id = p.id and t.kind = 'dispute_withheld')
-    or (case when p.dispute_status = 'won' then p.credits_disputed else 0 end) <> (select coalesce(sum(amount), 0)
-      from credit_transactions t where t.purchase_id = p.id and t.kind = 'dispute_returned')
+      where t.purchase_id = p.id and t.kind in ('dispute_withheld', 'dispute_returned'))
   union all
   select 'more taken back than a purchase credited', count(*)::int from credit_purchases p
     where p.credits_refunded + p.credits_disputed > p.credits
@@ -72,10 +70,11 @@ const CHECKS = sql`
 /**
  * Checks the credits invariants over the whole database: every balance_after continues its user's
  * chain, each account's balance is its ledger's sum and its held total the sum of its held holds
- * (above the balance only after a refund or a dispute took credits back), only reversals (and the
- * capture of a hold placed before one) leave a balance below zero, every paid purchase has its one
- * credit and its refund and dispute rows add up to what the purchase records, and every captured
- * hold has exactly one `hold_capture` debit of its amount and every such debit its captured hold.
+ * (above the balance only after a refund, a dispute or a delivered AI answer took credits), only
+ * those (and the capture of a hold placed before) leave a balance below zero, every paid purchase
+ * has its one credit and its refund and dispute rows add up to what the purchase records (a won
+ * dispute withholding nothing), and every captured hold has exactly one `hold_capture` debit of its
+ * amount and every such debit its captured hold.
  */
 export async function auditLedger(db: Db): Promise<LedgerAudit> {
   const rows = await db

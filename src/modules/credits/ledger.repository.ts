@@ -4,8 +4,15 @@ import {
   type CreditAccountRow,
   type CreditTransactionRow,
   creditAccounts,
+  creditPurchases,
   creditTransactions,
 } from '../../db/schema/index.ts'
+
+/** A ledger row and the purchase it belongs to: bought, refunded or disputed (null for the others). */
+export interface TransactionWithPurchase {
+  transaction: CreditTransactionRow
+  purchase: { packageId: string; checkoutSessionId: string; createdAt: Date } | null
+}
 
 export type LedgerKind =
   | 'purchase'
@@ -139,10 +146,23 @@ export function createLedgerRepository({ db }: { db: Db }) {
     },
 
     /** One page of the user's ledger, newest first (ids grow with time). */
-    async pageTransactions(userId: number, limit: number, offset: number): Promise<CreditTransactionRow[]> {
+    /** A page of the user's rows, newest first, each with the purchase it belongs to (if any). */
+    async pageTransactions(
+      userId: number,
+      limit: number,
+      offset: number,
+    ): Promise<TransactionWithPurchase[]> {
       return db
-        .select()
+        .select({
+          transaction: creditTransactions,
+          purchase: {
+            packageId: creditPurchases.packageId,
+            checkoutSessionId: creditPurchases.checkoutSessionId,
+            createdAt: creditPurchases.createdAt,
+          },
+        })
         .from(creditTransactions)
+        .leftJoin(creditPurchases, eq(creditPurchases.id, creditTransactions.purchaseId))
         .where(eq(creditTransactions.userId, userId))
         .orderBy(desc(creditTransactions.id))
         .limit(limit)

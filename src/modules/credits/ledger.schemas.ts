@@ -11,5 +11,16 @@ export const TransactionResponse = Type.Object({
   reference: Type.Union([Type.String(), Type.Null()]),
   reason: Type.Union([Type.String(), Type.Null()]),
   created_at: Timestamp,
+  purchase: Type.Union(
+    [
+      Type.Object({
+        package_id: Type.String({ examples: ['pro'] }),
+        reference: Type.String({ description: 'The checkout reference, as the purchase row shows it.' }),
+        created_at: Timestamp,
+      }),
+      Type.Null(),
+    ],
+    { description: 'The purchase a purchase, refund or dispute row belongs to; null for the others.' },
+  ),
 })
 export type TransactionResponse = Static<typeof TransactionResponse>

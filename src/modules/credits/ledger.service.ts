@@ -1,5 +1,9 @@
 import type { Db } from '../../db/client.ts'
-import { type CreditAccountRow, type CreditTransactionRow, REVERSAL_KINDS } from '../../db/schema/index.ts'
+import {
+  BELOW_ZERO_DEBIT_KINDS,
+  type CreditAccountRow,
+  type CreditTransactionRow,
+} from '../../db/schema/index.ts'
 import type { Clock } from '../../lib/clock.ts'
 import { creditNumber, creditUnitsToNumber, toCreditUnits } from '../../lib/decimal.ts'
 import { ValidationError } from '../../lib/errors.ts'
@@ -17,7 +21,7 @@ const EXACT_AMOUNT = /^-?\d{1,16}(\.\d{1,4})?$/
 export function insufficientCredits(field: string, spendable: number): ValidationError {
   const message =
     spendable < 0
-      ? `Insufficient credits: ${spendable} spendable, below zero after a refund or a payment dispute.`
+      ? `Insufficient credits: ${spendable} spendable, below zero after a refund, a payment dispute or a paid AI answer.`
       : `Insufficient credits: ${spendable} spendable.`
   return ValidationError.withMessages({ [field]: [message] })
 }
@@ -76,8 +80,8 @@ export function createLedgerService({ db, clock }: { db: Db; clock: Clock }) {
     /**
      * Appends a ledger row inside tx (the account must be locked by withLockedAccount): updates the
      * running balance, sets balance_after; a debit that would take spendable (balance - held) below
-     * zero throws ValidationError on `field` (default 'amount'), except a reversal (`refund`,
-     * `dispute_withheld`), which takes its credits back whatever is left, even below zero.
+     * zero throws ValidationError on `field` (default 'amount'), except the kinds of
+     * BELOW_ZERO_DEBIT_KINDS (a reversal, a delivered AI answer), written whatever is left.
      */
     async append(tx: Db, entry: NewLedgerRow, field = 'amount'): Promise<CreditTransactionRow> {
       if (!EXACT_AMOUNT.test(entry.amount) || Number(entry.amount) === 0) {
@@ -89,8 +93,8 @@ export function createLedgerService({ db, clock }: { db: Db; clock: Clock }) {
       }
       const locked = createLedgerRepository({ db: tx })
       const now = clock.now()
-      const reversal = (REVERSAL_KINDS as readonly string[]).includes(entry.kind)
-      const balanceAfter = await locked.addToBalance(entry.userId, entry.amount, now, reversal)
+      const anyBalance = (BELOW_ZERO_DEBIT_KINDS as readonly string[]).includes(entry.kind)
+      const balanceAfter = await locked.addToBalance(entry.userId, entry.amount, now, anyBalance)
       if (balanceAfter === undefined) {
         const account = await locked.findAccount(entry.userId)
         if (!account) throw new Error('append outside withLockedAccount: the account does not exist')

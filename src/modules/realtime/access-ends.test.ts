@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { createGroup, joinGroup, postMessage } from '../../../test/helpers/chat.ts'
 import { TestClient } from '../../../test/helpers/client.ts'
 import { connected, echoFor, eventually, settle } from '../../../test/helpers/echo.ts'
-import { grantCredits, signedInClient } from '../../../test/helpers/factories.ts'
+import { grantCredits, signedInAdmin, signedInClient } from '../../../test/helpers/factories.ts'
 import { resetPasswordByMail } from '../../../test/helpers/password-reset.ts'
 import { PusherSocket } from '../../../test/helpers/pusher-socket.ts'
 import { appUnderTest, mailSinkUnderTest } from '../../../test/helpers/under-test.ts'
@@ -244,7 +244,7 @@ describe('when sessions end', () => {
 
 describe('when a user is locked out', () => {
   it('closes a blocked user’s sockets with 4009 (pusher-js does not reconnect) and tells the group they left', async () => {
-    const admin = await signedInClient(t, { isAdmin: true })
+    const admin = await signedInAdmin(t)
     const owner = await signedInClient(t)
     const member = await signedInClient(t)
     const group = await createGroup(owner.client)

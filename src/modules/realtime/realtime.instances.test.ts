@@ -5,7 +5,7 @@ import { buildTestApp, TEST_APP_KEY, type TestApp } from '../../../test/helpers/
 import { createGroup, joinGroup } from '../../../test/helpers/chat.ts'
 import { TestClient } from '../../../test/helpers/client.ts'
 import { connected, echoFor, eventually, settle } from '../../../test/helpers/echo.ts'
-import { createUser, grantCredits, signedInClient } from '../../../test/helpers/factories.ts'
+import { createUser, grantCredits, signedInAdmin, signedInClient } from '../../../test/helpers/factories.ts'
 import { PusherSocket } from '../../../test/helpers/pusher-socket.ts'
 import {
   killServerProcesses,
@@ -272,7 +272,7 @@ describe.each(redisUrl ? ['redis'] : [])('real-time on two in-process instances 
   })
 
   it('closes on B (4009, no reconnect) the sockets of a user an admin blocks through A', async () => {
-    const admin = await signedInClient(a, { isAdmin: true })
+    const admin = await signedInAdmin(a)
     const cy = await signedInAt(a.database, b.baseUrl, 'Cy on B')
     const cyEcho = echoFor(b, cy.client)
     echoes.push(cyEcho)

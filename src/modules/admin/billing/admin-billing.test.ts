@@ -206,6 +206,7 @@ describe('POST /api/admin/users/{user}/billing/adjust', () => {
         reference: null,
         reason: 'Goodwill',
         created_at: expect.stringMatching(DATE),
+        purchase: null,
       },
     ])
     const [row] = await storedRows(user.id, 'admin_adjustment')

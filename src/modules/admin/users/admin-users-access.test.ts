@@ -18,6 +18,8 @@ describe('POST /api/user/block-unblock/{user}', () => {
   let adminId: number
   beforeAll(async () => {
     const signedIn = await signedInClient(t, { isAdmin: true, verified: true })
+    // Blocking needs a recent password confirmation (423 otherwise).
+    await confirmPassword(signedIn.client, signedIn.password)
     admin = signedIn.client
     adminId = signedIn.user.id
   })

@@ -7,7 +7,8 @@ import {
   uniqueEmail,
 } from '../../../../test/helpers/factories.ts'
 import { appUnderTest } from '../../../../test/helpers/under-test.ts'
-import { adminAuditRecords, users } from '../../../db/schema/index.ts'
+import { adminAuditRecords, creditTransactions, users } from '../../../db/schema/index.ts'
+import { auditLedger } from '../../credits/ledger-audit.ts'
 
 /** Admin changes of a user's email, password and role: confirmed first, then audited per field. */
 
@@ -210,5 +211,52 @@ describe('the audit records', () => {
       ['user.email', { email }],
       ['user.password', { changed: true }],
     ])
+  })
+})
+
+describe('blocking and deleting a user', () => {
+  it('answer 423 without a recent password confirmation, changing nothing and recording nothing', async () => {
+    const { client } = await unconfirmedAdmin()
+    const { user } = await createUser(t.database.db, { credits: 5 })
+    expect(await client.post(`/api/user/block-unblock/${user.id}`)).toMatchObject(confirmationRequired)
+    expect(await client.delete(`/api/users/${user.id}`)).toMatchObject(confirmationRequired)
+    expect(await userRow(user.id)).toEqual(user)
+    expect(await auditRows(user.id)).toEqual([])
+  })
+
+  it('a block, an unblock and a deletion each leave one record; the money records stay after the deletion', async () => {
+    const { client, user: acting } = await admin()
+    const { user } = await createUser(t.database.db, { credits: 5 })
+    expect((await client.post(`/api/user/block-unblock/${user.id}`)).status).toBe(200)
+    expect((await client.post(`/api/user/block-unblock/${user.id}`)).status).toBe(200)
+    expect((await client.delete(`/api/users/${user.id}`)).status).toBe(200)
+    expect(await userRow(user.id)).toBeUndefined()
+    const records = await auditRows(user.id)
+    expect(records.map((r) => [r.action, r.adminId, r.before, r.after])).toEqual([
+      ['user.block', acting.id, { blocked: false }, { blocked: true }],
+      ['user.unblock', acting.id, { blocked: true }, { blocked: false }],
+      [
+        'user.delete',
+        acting.id,
+        {
+          is_admin: false,
+          blocked: false,
+          available_credits: 5,
+          held_credits: 0,
+          credits_available_for_automation: 5,
+        },
+        { deleted: true },
+      ],
+    ])
+    for (const record of records) {
+      expect(record.ipAddress).toMatch(LOOPBACK)
+      expect(JSON.stringify(record)).not.toContain(user.email)
+    }
+    const ledger = await t.database.db
+      .select()
+      .from(creditTransactions)
+      .where(eq(creditTransactions.userId, user.id))
+    expect(ledger.map((row) => [row.kind, row.amount])).toEqual([['admin_adjustment', '5.0000']])
+    expect((await auditLedger(t.database.db)).failed).toEqual([])
   })
 })

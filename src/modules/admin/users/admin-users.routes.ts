@@ -88,15 +88,17 @@ export default async function adminUsersRoutes(fastify: FastifyInstance, { confi
     '/api/users/:id',
     {
       config: guard,
+      preValidation: app.passwordConfirmation.require,
       schema: {
         tags,
-        summary: 'Delete a user and everything they own (not oneself)',
+        summary:
+          'Delete a user and their personal data, keeping their money records (not oneself; audited; 423 without a recent password confirmation)',
         params: UserIdParams,
         response: { 200: MessageResponse, ...commonErrorResponses },
       },
     },
     async (request) => {
-      await admin.remove(signedInUser(request), request.params.id)
+      await admin.remove(signedInUser(request), request.params.id, { ipAddress: request.ip ?? null })
       return { message: 'User deleted.' }
     },
   )
@@ -105,15 +107,19 @@ export default async function adminUsersRoutes(fastify: FastifyInstance, { confi
     '/api/user/block-unblock/:user',
     {
       config: guard,
+      preValidation: app.passwordConfirmation.require,
       schema: {
         tags,
-        summary: 'Block or unblock a user (not oneself; mails UserBlockedUnblocked)',
+        summary:
+          'Block or unblock a user (not oneself; mails UserBlockedUnblocked; audited; 423 without a recent password confirmation)',
         params: UserParams,
         response: actionResponse,
       },
     },
     async (request) => {
-      const { user, blocked } = await admin.toggleBlock(signedInUser(request), request.params.user)
+      const { user, blocked } = await admin.toggleBlock(signedInUser(request), request.params.user, {
+        ipAddress: request.ip ?? null,
+      })
       // Signed out at once, sockets closed; the session plugin also refuses a blocked user's cookie.
       if (blocked) await app.sessionControl.lockOut(user.id)
       return { message: blocked ? 'User blocked.' : 'User unblocked.', user }

@@ -122,7 +122,7 @@ export function createAdminUsersService(deps: AdminUsersDeps) {
   const recordChange = (
     locked: Locked,
     subject: UserRow,
-    action: 'user.email' | 'user.password' | 'user.role',
+    action: 'user.email' | 'user.password' | 'user.role' | 'user.block' | 'user.unblock' | 'user.delete',
     before: Record<string, unknown>,
     after: Record<string, unknown>,
   ) =>
@@ -267,21 +267,46 @@ export function createAdminUsersService(deps: AdminUsersDeps) {
     },
 
     /** Deletes another user with everything they own (foreign keys cascade: sessions too) and their photo. */
-    async remove(actor: UserRow, id: number): Promise<void> {
+    /**
+     * Deletes the account (not one's own) and leaves a `user.delete` audit record; the money records
+     * stay (docs/credits.md). The route asks for the recent password confirmation.
+     */
+    async remove(actor: UserRow, id: number, origin: AdminChangeOrigin): Promise<void> {
       if (id === actor.id) throw forbidden('You cannot delete your own account.')
-      const afterCommit = await asAdmin(actor, { ipAddress: null }, async (locked) =>
-        deps.accountDeletion.deleteWithin(locked.tx, await target(locked, id)),
-      )
+      // Read before the transaction: on PGlite's one connection, a read beside it would wait for it.
+      const credits = await deps.creditsOf(id)
+      const afterCommit = await asAdmin(actor, origin, async (locked) => {
+        const user = await target(locked, id)
+        // What the account was, without the personal data that goes with it.
+        const before = { is_admin: user.isAdmin, blocked: user.blockedAt !== null, ...credits }
+        await recordChange(locked, user, 'user.delete', before, { deleted: true })
+        return deps.accountDeletion.deleteWithin(locked.tx, user)
+      })
       await afterCommit()
     },
 
-    /** Blocks an unblocked user and unblocks a blocked one; mails UserBlockedUnblocked. */
-    async toggleBlock(actor: UserRow, id: number): Promise<{ user: AdminUserResponse; blocked: boolean }> {
+    /**
+     * Blocks an unblocked user and unblocks a blocked one; mails UserBlockedUnblocked and leaves a
+     * `user.block` or `user.unblock` audit record. The route asks for the recent password confirmation.
+     */
+    async toggleBlock(
+      actor: UserRow,
+      id: number,
+      origin: AdminChangeOrigin,
+    ): Promise<{ user: AdminUserResponse; blocked: boolean }> {
       if (id === actor.id) throw forbidden('You cannot block your own account.')
-      const user = await asAdmin(actor, { ipAddress: null }, async (locked) => {
+      const user = await asAdmin(actor, origin, async (locked) => {
         const current = await target(locked, id)
         const now = clock.now()
-        const updated = (await locked.users.setBlocked(current, current.blockedAt === null, now)) ?? current
+        const blocking = current.blockedAt === null
+        const updated = (await locked.users.setBlocked(current, blocking, now)) ?? current
+        await recordChange(
+          locked,
+          current,
+          blocking ? 'user.block' : 'user.unblock',
+          { blocked: !blocking },
+          { blocked: blocking },
+        )
         await queueMail(userBlockedUnblockedMail(updated), locked.tx)
         return updated
       })

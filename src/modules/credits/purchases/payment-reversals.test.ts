@@ -6,14 +6,15 @@ import type { TestClient } from '../../../../test/helpers/client.ts'
 import { signedInClient } from '../../../../test/helpers/factories.ts'
 import {
   checkoutEvent,
+  deliverWebhook,
   disputeEvent,
   refundEvent,
-  signatureFor,
+  startCheckoutIn,
 } from '../../../../test/helpers/fake-stripe.ts'
 import { memoryLog } from '../../../../test/helpers/memory-log.ts'
 import { parseSamples, sampleValue } from '../../../../test/helpers/prometheus.ts'
 import { appUnderTest, fakeStripeUnderTest } from '../../../../test/helpers/under-test.ts'
-import { creditPurchases, creditTransactions } from '../../../db/schema/index.ts'
+import { creditPurchases, creditTransactions, deferredPaymentEvents } from '../../../db/schema/index.ts'
 import { auditLedger } from '../ledger-audit.ts'
 
 const WEBHOOK_SECRET = 'whsec_test_secret_for_reversals'
@@ -31,30 +32,13 @@ const t = appUnderTest(() => ({
   loggerInstance: log.logger,
 }))
 
-/** Posts a signed webhook delivery as Stripe does: raw JSON, no cookies, no CSRF token. */
-async function deliver(app: TestApp, payload: string) {
-  const res = await fetch(`${app.baseUrl}/payments/buy-credits/webhook`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json; charset=utf-8',
-      'stripe-signature': signatureFor(payload, WEBHOOK_SECRET),
-    },
-    body: payload,
-  })
-  return { status: res.status, data: await res.json() }
-}
+const deliver = (app: TestApp, payload: string) => deliverWebhook(app.baseUrl, payload, WEBHOOK_SECRET)
 
 async function deliverOk(payload: string) {
   expect(await deliver(t, payload)).toEqual({ status: 200, data: { received: true } })
 }
 
-/** The user starts a checkout of `packageId` in the app; answers the session Stripe made. */
-async function startCheckout(client: TestClient, packageId: string) {
-  expect((await client.get(`/buy-credits/${packageId}`)).status).toBe(303)
-  const session = stripe.createdSessions.at(-1)
-  if (!session) throw new Error('no checkout session was created')
-  return { sessionId: session.id, metadata: session.metadata, amount: session.amount_total }
-}
+const startCheckout = (client: TestClient, packageId: string) => startCheckoutIn(stripe, client, packageId)
 
 /** A whole purchase: the checkout started in the app, then paid (the amount it offered) and credited. */
 async function buy(client: TestClient, packageId = 'pro') {
@@ -94,6 +78,15 @@ async function webhookCounts() {
   const samples = parseSamples(await res.text())
   return (outcome: string) => sampleValue(samples, 'trading_api_payment_webhook_events_total', { outcome })
 }
+
+/** The ids of the events kept for a PaymentIntent not credited yet. */
+const deferredFor = async (paymentIntent: string) =>
+  (
+    await t.database.db
+      .select({ id: deferredPaymentEvents.id })
+      .from(deferredPaymentEvents)
+      .where(eq(deferredPaymentEvents.paymentIntentId, paymentIntent))
+  ).map((row) => row.id)
 
 async function expectLedgerConsistent() {
   const audit = await auditLedger(t.database.db)
@@ -179,11 +172,22 @@ describe('refunds take the credits back', () => {
     ])
     expect(purchase).toMatchObject({ amountRefunded: 4900, creditsRefunded: '600.0000' })
     const history = (await client.get('/api/transaction-history')).data.data
-    expect(history[0]).toMatchObject({
+    // The refund row names the purchase it reverses: the package, the purchase row's reference, its date.
+    expect(history[1]).toMatchObject({ kind: 'purchase', reference: sessionId })
+    expect(history[0]).toEqual({
+      id: expect.any(Number),
       kind: 'refund',
       amount: -600,
       balance_after: 0,
       reference: refund.refundId,
+      reason: 'Stripe refund of 4900 of 4900 usd paid',
+      created_at: expect.any(String),
+      purchase: { package_id: 'pro', reference: sessionId, created_at: history[1].purchase.created_at },
+    })
+    expect(history[1].purchase).toEqual({
+      package_id: 'pro',
+      reference: sessionId,
+      created_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
     })
     await expectLedgerConsistent()
   })
@@ -234,7 +238,7 @@ describe('refunds take the credits back', () => {
     })
     expect(refused.status).toBe(422)
     expect(refused.data.errors.credits_amount[0]).toBe(
-      'Insufficient credits: -95 spendable, below zero after a refund or a payment dispute.',
+      'Insufficient credits: -95 spendable, below zero after a refund, a payment dispute or a paid AI answer.',
     )
     const billing = await admin.client.get(`/api/admin/users/${user.id}/billing`)
     expect(billing.data).toMatchObject({
@@ -281,14 +285,94 @@ describe('refunds take the credits back', () => {
     await expectLedgerConsistent()
   })
 
-  it('a refund of a payment this service does not know credits nothing, logs an error and answers 200', async () => {
+  it('a refund of a payment this service does not know yet credits nothing, is kept, counted and answered 200', async () => {
     const countedBefore = await webhookCounts()
     log.text = ''
+    const paymentIntent = `pi_nobody_knows_${randomBytes(4).toString('hex')}`
+    const refund = refundEvent({ paymentIntent, amount: 900, amountRefunded: 900 })
+    await deliverOk(refund.payload)
+    await deliverOk(refund.payload)
+    expect(
+      log.lines().some((line) => line.msg === 'payment reversal kept until its payment is credited'),
+    ).toBe(true)
+    const counted = await webhookCounts()
+    expect(counted('deferred') - countedBefore('deferred')).toBe(1)
+    expect(counted('duplicate') - countedBefore('duplicate')).toBe(1)
+    expect(await deferredFor(paymentIntent)).toEqual([refund.id])
+  })
+})
+
+describe('reversals that come before the payment is credited', () => {
+  it('a refund before the paid event: kept, then taken back in the transaction that credits the payment', async () => {
+    const { client, user } = await signedInClient(t)
+    const { sessionId, metadata, amount } = await startCheckout(client, 'pro')
+    const paymentIntent = `pi_${randomBytes(8).toString('hex')}`
+    const refund = refundEvent({ paymentIntent, amount: 4900, amountRefunded: 4900 })
+    await deliverOk(refund.payload)
+    expect(await figures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
+    const paid = checkoutEvent({ sessionId, metadata, amountTotal: amount, currency: 'usd', paymentIntent })
+    await deliverOk(paid.payload)
+    expect(await figures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
+    const purchase = await purchaseOf(sessionId)
+    expect(purchase).toMatchObject({ status: 'paid', amountRefunded: 4900, creditsRefunded: '600.0000' })
+    expect((await rowsOf(user.id)).map((r) => [r.kind, r.amount, r.reference, r.purchaseId])).toEqual([
+      ['purchase', '600.0000', sessionId, purchase?.id],
+      ['refund', '-600.0000', refund.refundId, purchase?.id],
+    ])
+    expect(await deferredFor(paymentIntent)).toEqual([])
+    // Delivered again (the provider retries it, or the first delivery's answer was lost): nothing.
+    await deliverOk(refund.payload)
+    await deliverOk(paid.payload)
+    expect((await figures(client)).available).toBe(0)
+    await expectLedgerConsistent()
+  })
+
+  it('a dispute opened and a partial refund before the paid event, then won: the order of arrival changes nothing', async () => {
+    const { client } = await signedInClient(t)
+    const { sessionId, metadata, amount } = await startCheckout(client, 'pro')
+    const paymentIntent = `pi_${randomBytes(8).toString('hex')}`
+    const opened = disputeEvent({ type: 'charge.dispute.created', paymentIntent, amount: 2450 })
+    const refund = refundEvent({ paymentIntent, amount: 4900, amountRefunded: 3675 })
+    await deliverOk(opened.payload)
+    await deliverOk(refund.payload)
     await deliverOk(
-      refundEvent({ paymentIntent: 'pi_nobody_knows', amount: 900, amountRefunded: 900 }).payload,
+      checkoutEvent({ sessionId, metadata, amountTotal: amount, currency: 'usd', paymentIntent }).payload,
     )
-    expect(log.lines().some((line) => line.msg === 'payment not found' && line.level === 50)).toBe(true)
-    expect((await webhookCounts())('unknown_payment') - countedBefore('unknown_payment')).toBe(1)
+    // As when they came after the payment: 300 withheld, the refund of 450 takes 300 free and 150 withheld.
+    expect(await purchaseOf(sessionId)).toMatchObject({
+      creditsRefunded: '450.0000',
+      creditsDisputed: '150.0000',
+      disputeStatus: 'open',
+    })
+    await deliverOk(
+      disputeEvent({
+        type: 'charge.dispute.closed',
+        paymentIntent,
+        amount: 2450,
+        status: 'won',
+        disputeId: opened.disputeId,
+      }).payload,
+    )
+    expect((await figures(client)).available).toBe(150)
+    await expectLedgerConsistent()
+  })
+
+  it('10 deliveries each of the paid event and of a full refund race: credited once, taken back once', async () => {
+    const { client, user } = await signedInClient(t)
+    const { sessionId, metadata, amount } = await startCheckout(client, 'pro')
+    const paymentIntent = `pi_${randomBytes(8).toString('hex')}`
+    const paid = checkoutEvent({ sessionId, metadata, amountTotal: amount, currency: 'usd', paymentIntent })
+    const refund = refundEvent({ paymentIntent, amount: 4900, amountRefunded: 4900 })
+    const answers = await Promise.all(
+      [...Array(10).fill(refund), ...Array(10).fill(paid)].map((e: { payload: string }) =>
+        deliver(t, e.payload),
+      ),
+    )
+    expect(answers.every((a) => a.status === 200)).toBe(true)
+    expect(await figures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
+    expect((await rowsOf(user.id)).map((r) => r.kind)).toEqual(['purchase', 'refund'])
+    expect(await deferredFor(paymentIntent)).toEqual([])
+    await expectLedgerConsistent()
   })
 })
 
@@ -315,7 +399,7 @@ describe('disputes hold the credits back', () => {
     expect(purchase).toMatchObject({
       disputeId: opened.disputeId,
       disputeStatus: 'won',
-      creditsDisputed: '600.0000',
+      creditsDisputed: '0.0000',
     })
     const rows = (await rowsOf(user.id)).slice(1)
     expect(rows.map((r) => [r.kind, r.amount, r.reference, r.purchaseId])).toEqual([
@@ -390,6 +474,89 @@ describe('disputes hold the credits back', () => {
     await expectLedgerConsistent()
   })
 
+  for (const closedAs of ['won', 'warning_closed'] as const) {
+    it(`a full refund while the dispute is open, then closed ${closedAs}: the credits go back to nobody`, async () => {
+      const { client, user } = await signedInClient(t)
+      const { sessionId, paymentIntent } = await buy(client, 'pro')
+      const opened = disputeEvent({ type: 'charge.dispute.created', paymentIntent, amount: 4900 })
+      await deliverOk(opened.payload)
+      const refund = refundEvent({ paymentIntent, amount: 4900, amountRefunded: 4900 })
+      await deliverOk(refund.payload)
+      expect(await figures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
+      const closed = disputeEvent({
+        type: 'charge.dispute.closed',
+        paymentIntent,
+        amount: 4900,
+        status: closedAs,
+        disputeId: opened.disputeId,
+      })
+      await deliverOk(closed.payload)
+      await deliverOk(refund.payload)
+      // The money went back to the buyer by the refund: so did not the credits.
+      expect(await figures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
+      const purchase = await purchaseOf(sessionId)
+      expect(purchase).toMatchObject({
+        amountRefunded: 4900,
+        creditsRefunded: '600.0000',
+        disputeStatus: 'won',
+        creditsDisputed: '0.0000',
+      })
+      expect((await rowsOf(user.id)).map((r) => [r.kind, r.amount, r.balanceAfter, r.reference])).toEqual([
+        ['purchase', '600.0000', '600.0000', sessionId],
+        ['dispute_withheld', '-600.0000', '0.0000', opened.disputeId],
+        ['dispute_returned', '600.0000', '600.0000', opened.disputeId],
+        ['refund', '-600.0000', '0.0000', refund.refundId],
+      ])
+      await expectLedgerConsistent()
+    })
+  }
+
+  it('a partial refund while a partial dispute is open takes the free credits first, then the withheld; a won close gives back the rest', async () => {
+    const { client } = await signedInClient(t)
+    const { sessionId, paymentIntent } = await buy(client, 'pro')
+    // 600 credits for 4900: the dispute withholds half (300), 300 stay free.
+    const opened = disputeEvent({ type: 'charge.dispute.created', paymentIntent, amount: 2450 })
+    await deliverOk(opened.payload)
+    expect((await figures(client)).available).toBe(300)
+    // A refund of three quarters (450): the 300 free credits, then 150 of the withheld ones.
+    await deliverOk(refundEvent({ paymentIntent, amount: 4900, amountRefunded: 3675 }).payload)
+    expect((await figures(client)).available).toBe(0)
+    expect(await purchaseOf(sessionId)).toMatchObject({
+      creditsRefunded: '450.0000',
+      creditsDisputed: '150.0000',
+    })
+    const won = disputeEvent({
+      type: 'charge.dispute.closed',
+      paymentIntent,
+      amount: 2450,
+      status: 'won',
+      disputeId: opened.disputeId,
+    })
+    await deliverOk(won.payload)
+    // What was neither refunded nor kept: 600 - 450.
+    expect((await figures(client)).available).toBe(150)
+    await expectLedgerConsistent()
+  })
+
+  it('a refund while the dispute is open, then lost: taken back once, never twice', async () => {
+    const { client } = await signedInClient(t)
+    const { paymentIntent } = await buy(client, 'pro')
+    const opened = disputeEvent({ type: 'charge.dispute.created', paymentIntent, amount: 4900 })
+    await deliverOk(opened.payload)
+    await deliverOk(refundEvent({ paymentIntent, amount: 4900, amountRefunded: 2450 }).payload)
+    await deliverOk(
+      disputeEvent({
+        type: 'charge.dispute.closed',
+        paymentIntent,
+        amount: 4900,
+        status: 'lost',
+        disputeId: opened.disputeId,
+      }).payload,
+    )
+    expect(await figures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
+    await expectLedgerConsistent()
+  })
+
   it('the opening and the close, 10 deliveries each, race: withheld and given back exactly once', async () => {
     const { client, user } = await signedInClient(t)
     const { paymentIntent } = await buy(client, 'pro')
@@ -409,6 +576,34 @@ describe('disputes hold the credits back', () => {
     const kinds = (await rowsOf(user.id)).map((r) => r.kind)
     // Whichever came first: withheld then returned, or a won close first and nothing moved.
     expect([['purchase', 'dispute_withheld', 'dispute_returned'], ['purchase']]).toContainEqual(kinds)
+    await expectLedgerConsistent()
+  })
+})
+
+describe('money records outlive the account', () => {
+  it('a user who deletes their account keeps their purchases, ledger and account rows; a later refund still applies', async () => {
+    const { client, user, password } = await signedInClient(t)
+    const { sessionId, paymentIntent } = await buy(client, 'pro')
+    await client.post('/api/credit-holds', { broker_parent_order_id: 'before-leaving', credits_amount: 100 })
+    await client.post('/api/credit-holds/capture', { broker_parent_order_id: 'before-leaving' })
+    const before = await rowsOf(user.id)
+    expect(before.map((r) => r.kind)).toEqual(['purchase', 'hold_capture'])
+
+    const deleted = await client.delete('/api/user-profile', { password })
+    expect(deleted.status).toBe(200)
+    expect(await rowsOf(user.id)).toEqual(before)
+    expect(await purchaseOf(sessionId)).toMatchObject({ userId: user.id, status: 'paid' })
+    await expectLedgerConsistent()
+
+    // The buyer's bank refunds after the account is gone: the credits are taken back all the same.
+    const refund = refundEvent({ paymentIntent, amount: 4900, amountRefunded: 4900 })
+    await deliverOk(refund.payload)
+    expect((await rowsOf(user.id)).map((r) => [r.kind, r.amount, r.balanceAfter])).toEqual([
+      ['purchase', '600.0000', '600.0000'],
+      ['hold_capture', '-100.0000', '500.0000'],
+      ['refund', '-600.0000', '-100.0000'],
+    ])
+    expect(await purchaseOf(sessionId)).toMatchObject({ creditsRefunded: '600.0000' })
     await expectLedgerConsistent()
   })
 })

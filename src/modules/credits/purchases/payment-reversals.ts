@@ -15,43 +15,60 @@ const RETURNED = new Set(['won', 'warning_closed'])
 /**
  * Refunds and disputes of a paid purchase, as ledger rows of their own kinds linked to the purchase:
  * a refund takes back the credits in proportion to the amount refunded in all (so a replayed or
- * late delivery takes nothing twice); a dispute withholds the disputed share when it opens, gives it
- * back when won, and keeps it when lost. The credits go back whatever is left: when they were
- * already spent, the balance goes below zero. Runs inside the webhook's transaction, the buyer's
- * account locked and the event recorded as handled.
+ * late delivery takes nothing twice); a dispute withholds the disputed share when it opens, gives
+ * back what it still withholds when won, and keeps it when lost. A refund while a dispute is open
+ * takes first the credits nobody took back yet, then those the dispute withholds (moved from the
+ * dispute to the refund), so a won dispute gives back only what the refund did not take. The
+ * credits go back whatever is left: when they were already spent, the balance goes below zero. Runs
+ * inside the webhook's transaction, the buyer's account locked and the event recorded as handled.
  */
 export function createPaymentReversals({ clock, ledger }: { clock: Clock; ledger: LedgerService }) {
-  /** What is still the buyer's to lose: the credits not yet refunded nor withheld for a dispute. */
+  /** What is still the buyer's to lose: the credits neither refunded nor withheld for a dispute. */
   const unreversed = (purchase: CreditPurchaseRow) =>
     toCreditUnits(purchase.credits) -
     toCreditUnits(purchase.creditsRefunded) -
-    (purchase.disputeStatus === 'won' ? 0n : toCreditUnits(purchase.creditsDisputed))
+    toCreditUnits(purchase.creditsDisputed)
 
-  const atMost = (credits: string, limit: bigint) =>
-    creditUnitsToString(toCreditUnits(credits) < limit ? toCreditUnits(credits) : limit < 0n ? 0n : limit)
+  const clamp = (units: bigint, limit: bigint) => (units < 0n ? 0n : units < limit ? units : limit)
 
   async function refund(tx: Db, purchase: CreditPurchaseRow, charge: Stripe.Charge): Promise<WebhookOutcome> {
     const refunded = Math.min(charge.amount_refunded, purchase.amount)
     if (refunded <= purchase.amountRefunded) return 'duplicate'
     const total = proportionalCredits(purchase.credits, refunded, purchase.amount)
     const due = toCreditUnits(total) - toCreditUnits(purchase.creditsRefunded)
-    const taken = atMost(creditUnitsToString(due), unreversed(purchase))
-    if (taken !== '0') {
+    const fromBalance = clamp(due, unreversed(purchase))
+    const withheld = toCreditUnits(purchase.creditsDisputed)
+    const fromDispute = purchase.disputeStatus === 'open' ? clamp(due - fromBalance, withheld) : 0n
+    const reference = charge.refunds?.data?.[0]?.id ?? charge.id
+    if (fromDispute > 0n) {
+      // Withheld already: the dispute lets go of them and the refund takes them, net nothing now.
       await ledger.append(tx, {
         userId: purchase.userId,
-        amount: `-${taken}`,
+        amount: creditUnitsToString(fromDispute),
+        kind: 'dispute_returned',
+        reference: purchase.disputeId ?? reference,
+        reason: `Refunded while disputed: refund ${reference} takes these withheld credits`,
+        purchaseId: purchase.id,
+      })
+    }
+    const taken = fromBalance + fromDispute
+    if (taken > 0n) {
+      await ledger.append(tx, {
+        userId: purchase.userId,
+        amount: `-${creditUnitsToString(taken)}`,
         kind: 'refund',
-        reference: charge.refunds?.data?.[0]?.id ?? charge.id,
+        reference,
         reason: `Stripe refund of ${refunded} of ${purchase.amount} ${purchase.currency} paid`,
         purchaseId: purchase.id,
       })
     }
-    const creditsRefunded = creditUnitsToString(
-      toCreditUnits(purchase.creditsRefunded) + toCreditUnits(taken),
-    )
     await createPurchasesRepository({ db: tx }).update(
       purchase.id,
-      { amountRefunded: refunded, creditsRefunded },
+      {
+        amountRefunded: refunded,
+        creditsRefunded: creditUnitsToString(toCreditUnits(purchase.creditsRefunded) + taken),
+        creditsDisputed: creditUnitsToString(withheld - fromDispute),
+      },
       clock.now(),
     )
     return 'refunded'
@@ -64,7 +81,7 @@ export function createPaymentReversals({ clock, ledger }: { clock: Clock; ledger
     closedAs: 'open' | 'lost',
   ) {
     const share = proportionalCredits(purchase.credits, dispute.amount, purchase.amount)
-    const withheld = atMost(share, unreversed(purchase))
+    const withheld = creditUnitsToString(clamp(toCreditUnits(share), unreversed(purchase)))
     if (withheld !== '0') {
       await ledger.append(tx, {
         userId: purchase.userId,
@@ -100,7 +117,8 @@ export function createPaymentReversals({ clock, ledger }: { clock: Clock; ledger
       else await purchases.update(purchase.id, { disputeId: dispute.id, disputeStatus: 'won' }, clock.now())
       return won ? 'dispute_won' : 'dispute_lost'
     }
-    if (won && Number(purchase.creditsDisputed) > 0) {
+    // What the dispute still withholds: a refund meanwhile may have taken part of it.
+    if (won && toCreditUnits(purchase.creditsDisputed) > 0n) {
       await ledger.append(tx, {
         userId: purchase.userId,
         amount: purchase.creditsDisputed,
@@ -110,7 +128,11 @@ export function createPaymentReversals({ clock, ledger }: { clock: Clock; ledger
         purchaseId: purchase.id,
       })
     }
-    await purchases.update(purchase.id, { disputeStatus: won ? 'won' : 'lost' }, clock.now())
+    await purchases.update(
+      purchase.id,
+      won ? { disputeStatus: 'won', creditsDisputed: '0' } : { disputeStatus: 'lost' },
+      clock.now(),
+    )
     return won ? 'dispute_won' : 'dispute_lost'
   }
 

@@ -1,5 +1,5 @@
 import type { Db } from '../../../db/client.ts'
-import type { UserRow } from '../../../db/schema/index.ts'
+import type { CreditPurchaseRow, UserRow } from '../../../db/schema/index.ts'
 import type { Clock } from '../../../lib/clock.ts'
 import { toCreditString } from '../../../lib/decimal.ts'
 import { HttpError, notFound } from '../../../lib/errors.ts'
@@ -9,6 +9,7 @@ import type { UsersService } from '../../users/users.service.ts'
 import { type BillingCatalog, packageCredits, unitAmount } from '../billing.catalog.ts'
 import { createBillingRepository } from '../billing.repository.ts'
 import type { LedgerService } from '../ledger.service.ts'
+import { createDeferredPaymentEventsRepository } from './deferred-payment-events.repository.ts'
 import { createPaymentReversals } from './payment-reversals.ts'
 import { createPurchasesRepository, type NewPurchase } from './purchases.repository.ts'
 import { type CheckoutSession, type StripeEvent, type StripeGateway, verifiedEvent } from './stripe.client.ts'
@@ -126,12 +127,56 @@ export function createPurchasesService(deps: PurchasesDeps) {
         reason: `Stripe Checkout: package ${purchase.packageId}`,
         purchaseId: purchase.id,
       })
+      const paymentIntent = idOf(session.payment_intent)
       await locked.update(
         purchase.id,
-        { status: 'paid', paymentIntentId: idOf(session.payment_intent), paidAt: clock.now() },
+        { status: 'paid', paymentIntentId: paymentIntent, paidAt: clock.now() },
         clock.now(),
       )
+      if (paymentIntent) await applyDeferred(tx, purchase.checkoutSessionId, paymentIntent, log)
       return 'credited'
+    })
+  }
+
+  /** The reversals of a payment that came before it was credited, applied now, oldest first. */
+  async function applyDeferred(tx: Db, checkoutSessionId: string, paymentIntent: string, log: PurchaseLog) {
+    const deferred = createDeferredPaymentEventsRepository({ db: tx })
+    await deferred.lockPaymentIntent(paymentIntent)
+    const locked = createPurchasesRepository({ db: tx })
+    for (const row of await deferred.takeFor(paymentIntent)) {
+      const event = row.event as StripeEvent
+      if (!(await recordEvent(tx, event, checkoutSessionId))) continue
+      const purchase = await locked.findBySession(checkoutSessionId)
+      if (!purchase)
+        throw new Error(`purchase of checkout session ${checkoutSessionId} vanished under the lock`)
+      const outcome = await reversals.apply(tx, purchase, event, log)
+      log.info({ event_id: event.id, type: event.type, outcome }, 'deferred payment reversal applied')
+    }
+  }
+
+  /**
+   * A reversal of a payment not credited (yet): kept to be applied when it is, under the
+   * PaymentIntent's lock, so a credit committing meanwhile cannot miss it. Answers the purchase when
+   * it was credited after all (the caller applies the reversal now), else what was done.
+   */
+  async function deferUnlessCredited(
+    event: StripeEvent,
+    paymentIntent: string,
+  ): Promise<CreditPurchaseRow | 'deferred' | 'duplicate'> {
+    return deps.db.transaction(async (tx) => {
+      const deferred = createDeferredPaymentEventsRepository({ db: tx })
+      await deferred.lockPaymentIntent(paymentIntent)
+      const found = await createPurchasesRepository({ db: tx }).findByPaymentIntent(paymentIntent)
+      if (found) return found
+      const kept = await deferred.defer({
+        id: event.id,
+        type: event.type,
+        paymentIntentId: paymentIntent,
+        event,
+        eventCreatedAt: new Date(event.created * 1000),
+        createdAt: clock.now(),
+      })
+      return kept ? 'deferred' : 'duplicate'
     })
   }
 
@@ -139,15 +184,28 @@ export function createPurchasesService(deps: PurchasesDeps) {
   async function reversePayment(event: StripeEvent, log: PurchaseLog): Promise<WebhookOutcome> {
     const object = event.data.object as { payment_intent?: string | { id: string } | null }
     const paymentIntent = idOf(object.payment_intent)
-    const found = paymentIntent ? await purchases.findByPaymentIntent(paymentIntent) : undefined
-    if (!found) {
-      log.error({ event_id: event.id, type: event.type, payment_intent: paymentIntent }, 'payment not found')
+    if (!paymentIntent) {
+      log.error({ event_id: event.id, type: event.type }, 'payment reversal names no payment')
       return 'unknown_payment'
     }
-    return ledger.withLockedAccount(found.userId, async (tx) => {
-      if (!(await recordEvent(tx, event, found.checkoutSessionId))) return 'duplicate'
-      const purchase = await createPurchasesRepository({ db: tx }).findBySession(found.checkoutSessionId)
-      if (!purchase || purchase.status !== 'paid') return 'ignored'
+    let found = await purchases.findByPaymentIntent(paymentIntent)
+    if (!found) {
+      const kept = await deferUnlessCredited(event, paymentIntent)
+      if (kept === 'duplicate') return 'duplicate'
+      if (kept === 'deferred') {
+        log.info(
+          { event_id: event.id, type: event.type, payment_intent: paymentIntent },
+          'payment reversal kept until its payment is credited',
+        )
+        return 'deferred'
+      }
+      found = kept
+    }
+    const { userId, checkoutSessionId } = found
+    return ledger.withLockedAccount(userId, async (tx) => {
+      if (!(await recordEvent(tx, event, checkoutSessionId))) return 'duplicate'
+      const purchase = await createPurchasesRepository({ db: tx }).findBySession(checkoutSessionId)
+      if (purchase?.status !== 'paid') return 'ignored'
       return reversals.apply(tx, purchase, event, log)
     })
   }

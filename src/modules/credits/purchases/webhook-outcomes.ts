@@ -14,6 +14,7 @@ export const WEBHOOK_OUTCOMES = [
   'dispute_lost',
   'duplicate',
   'unknown_payment',
+  'deferred',
   'ignored',
 ] as const
 export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number]
