@@ -241,17 +241,21 @@ export function disputeEvent(options: DisputeEventOptions) {
 export const signatureFor = (payload: string, secret: string, timestamp?: number): string =>
   Stripe.webhooks.generateTestHeaderString({ payload, secret, timestamp })
 
-/** Posts a signed webhook delivery to the app as Stripe does: raw JSON, no cookies, no CSRF token. */
+/**
+ * Posts a signed webhook delivery to the app as Stripe does: raw JSON, no cookies, no CSRF token;
+ * signed at `timestamp` (Unix seconds; now by default), which an app on a moved clock needs.
+ */
 export async function deliverWebhook(
   baseUrl: string,
   payload: string,
   secret: string,
+  timestamp?: number,
 ): Promise<{ status: number; data: unknown }> {
   const res = await fetch(`${baseUrl}/payments/buy-credits/webhook`, {
     method: 'POST',
     headers: {
       'content-type': 'application/json; charset=utf-8',
-      'stripe-signature': signatureFor(payload, secret),
+      'stripe-signature': signatureFor(payload, secret, timestamp),
     },
     body: payload,
   })

@@ -82,9 +82,11 @@ export function createPurchasesService(deps: PurchasesDeps) {
     const recorded = await purchases.findBySession(session.id)
     const legacy = recorded ? null : legacyPurchaseOf(session, catalog, clock.now())
     const userId = recorded?.userId ?? legacy?.userId
-    // Not ours to credit (another integration's session, or a user since deleted): retrying cannot
-    // help, so Stripe gets its 200 and the log keeps the trace.
-    if (userId === undefined || !(await users.findById(userId))) {
+    // Not ours to credit (another integration's session, or an unrecorded one of a user since
+    // deleted): retrying cannot help, so Stripe gets its 200 and the log keeps the trace. A recorded
+    // checkout is credited even when its buyer deleted the account meanwhile: money records outlive
+    // the account, and a refund of the payment then takes the credits back from that record.
+    if (userId === undefined || (!recorded && !(await users.findById(userId)))) {
       log.error({ event_id: event.id, checkout_session: session.id }, 'paid checkout session not credited')
       return 'unknown_payment'
     }
