@@ -237,7 +237,7 @@ const database = area('Database', {
   DATABASE_LOCK_TIMEOUT_MS: number(POSITIVE_7, {
     fallback: DEFAULT_DATABASE_TIMEOUTS.lockMs,
     description:
-      'The longest a statement waits for a row or table lock (`lock_timeout`): a table locked by hand or by a long migration turns into quick 503s, not requests that hang until the balancer gives up.',
+      "The longest a statement waits for a row or table lock (`lock_timeout`), and a credit operation for its turn behind the same user's earlier ones: a table locked by hand or by a long migration turns into quick 503s, not requests that hang until the balancer gives up.",
   }),
   DATABASE_POOL_WAIT_MS: number(POSITIVE_7, {
     fallback: DEFAULT_DATABASE_TIMEOUTS.poolWaitMs,

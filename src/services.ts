@@ -84,7 +84,7 @@ function assembleServices(app: FastifyInstance, config: Config, catalog: Billing
 
   const verification = createEmailVerificationService({ config, clock, mailer: app.mailer, users })
   const photos = createProfilePhotosService({ users, storage: app.storage, log: app.log })
-  const ledger = createLedgerService({ db, clock })
+  const ledger = createLedgerService({ db, clock, queueWaitMs: config.databaseTimeouts.lockMs })
   const holds = createHoldsService({
     db,
     clock,

@@ -22,9 +22,12 @@ export function fromDatabase<E>(error: E): E {
   return error
 }
 
+/** PostgreSQL's lock_not_available (a lock wait past lock_timeout). */
+export const LOCK_TIMEOUT_CODE = '55P03'
+
 // SQLSTATE classes and codes (PostgreSQL's appendix A) that say the server, not the statement, failed.
 const UNAVAILABLE_CODES = new Set(['57P01', '57P02', '57P03', '53300', '53400'])
-const TIMED_OUT_CODES = new Set(['57014', '55P03', '25P03', GIVEN_UP])
+const TIMED_OUT_CODES = new Set(['57014', LOCK_TIMEOUT_CODE, '25P03', GIVEN_UP])
 const NETWORK_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',

@@ -32,4 +32,33 @@ describe('createKeyedQueue', () => {
     await expect(failed).rejects.toThrow('boom')
     await expect(next).resolves.toBe('ran')
   })
+
+  it('with maxWaitMs, a task not started in time rejects and never runs; the order of the rest holds', async () => {
+    const queue = createKeyedQueue({ maxWaitMs: 100, waitedTooLong: () => new Error('too long') })
+    const log: string[] = []
+    let release!: () => void
+    const first = queue.run('k', async () => {
+      log.push('first start')
+      await new Promise<void>((resolve) => {
+        release = resolve
+      })
+      log.push('first end')
+    })
+    const second = queue.run('k', async () => {
+      log.push('second ran')
+    })
+    await expect(second).rejects.toThrow('too long')
+    // A task queued after the one that gave up still waits for the first.
+    const third = queue.run('k', async () => {
+      log.push('third ran')
+    })
+    await Promise.resolve()
+    expect(log).toEqual(['first start'])
+    release()
+    await first
+    await third
+    expect(log).toEqual(['first start', 'first end', 'third ran'])
+    // And the key is idle again: a new task starts at once.
+    await expect(queue.run('k', async () => 'now')).resolves.toBe('now')
+  })
 })

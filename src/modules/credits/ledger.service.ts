@@ -1,4 +1,5 @@
 import type { Db } from '../../db/client.ts'
+import { fromDatabase, LOCK_TIMEOUT_CODE } from '../../db/failures.ts'
 import {
   BELOW_ZERO_DEBIT_KINDS,
   type CreditAccountRow,
@@ -37,13 +38,34 @@ export interface HistoryOptions {
  * withLockedAccount, or as the first step of one statement, as the hold statements do), so
  * concurrent changes for one user run one after the other, on one instance or many.
  */
-export function createLedgerService({ db, clock }: { db: Db; clock: Clock }) {
+export function createLedgerService({
+  db,
+  clock,
+  queueWaitMs,
+}: {
+  db: Db
+  clock: Clock
+  /** The longest an operation waits behind the user's earlier ones (the lock time-out, as the row lock waits). */
+  queueWaitMs?: number
+}) {
   const repo = createLedgerRepository({ db })
   // A burst of one user's requests waits here, one at a time, instead of each taking a pooled
   // connection only to wait on the account row lock, which would starve every other user of
   // connections. One queue per service, so per app instance (the service is built once); the row
-  // lock still orders requests across instances.
-  const queue = createKeyedQueue()
+  // lock still orders requests across instances. Waiting here is waiting for that lock, so it is
+  // bounded as the lock wait is: past it, the same 503 as a lock time-out, not a pile of requests.
+  const queue = createKeyedQueue({
+    maxWaitMs: queueWaitMs,
+    waitedTooLong: () =>
+      fromDatabase(
+        Object.assign(
+          new Error("waited past the lock time-out behind the user's earlier credit operations"),
+          {
+            code: LOCK_TIMEOUT_CODE,
+          },
+        ),
+      ),
+  })
 
   return {
     /**
