@@ -2,6 +2,7 @@ import { createCipheriv, createDecipheriv, createSecretKey, type KeyObject, rand
 
 // AES-256-GCM under the 32 bytes of APP_KEY: authenticated, so a tampered value fails to decrypt.
 const ALGORITHM = 'aes-256-gcm'
+const TAG_BYTES = 16
 
 // A process has one APP_KEY (a test a few): each made into a key object once. Node checks a raw key
 // buffer by trying it as a key object first, which costs more than the cipher itself on every
@@ -33,7 +34,13 @@ export function encryptSecret(plain: string, appKey: string): string {
 export function decryptSecret(stored: string, appKey: string): string {
   const [version, iv, tag, body] = stored.split('.')
   if (version !== 'v1' || !iv || !tag || body === undefined) throw new Error('not an encrypted value')
-  const decipher = createDecipheriv(ALGORITHM, keyOf(appKey), Buffer.from(iv, 'base64url'))
-  decipher.setAuthTag(Buffer.from(tag, 'base64url'))
+  // The whole 16-byte tag: left unpinned, GCM also verifies a tag cut short (down to 4 bytes), which
+  // a forger can guess far more easily.
+  const decipher = createDecipheriv(ALGORITHM, keyOf(appKey), Buffer.from(iv, 'base64url'), {
+    authTagLength: TAG_BYTES,
+  })
+  const tagBytes = Buffer.from(tag, 'base64url')
+  if (tagBytes.length !== TAG_BYTES) throw new Error('not an encrypted value')
+  decipher.setAuthTag(tagBytes)
   return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8')
 }
