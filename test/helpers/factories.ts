@@ -89,6 +89,16 @@ export async function signedInAdmin(
   return admin
 }
 
+/** The three credit figures of GET /api/user, as the app reads them. */
+export async function creditFigures(client: TestClient) {
+  const { data } = await client.get('/api/user')
+  return {
+    available: data.available_credits,
+    held: data.held_credits,
+    spendable: data.credits_available_for_automation,
+  }
+}
+
 /** Credits `amount` (a decimal string or number) to the user through the ledger, as an admin adjustment would. */
 export async function grantCredits(db: Db, userId: number, amount: string | number): Promise<void> {
   const ledger = createLedgerService({ db, clock: systemClock })

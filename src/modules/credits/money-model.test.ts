@@ -3,7 +3,7 @@ import { eq } from 'drizzle-orm'
 import fc from 'fast-check'
 import { beforeAll, describe, expect, it } from 'vitest'
 import type { TestClient } from '../../../test/helpers/client.ts'
-import { signedInAdmin, signedInClient } from '../../../test/helpers/factories.ts'
+import { creditFigures, signedInAdmin, signedInClient } from '../../../test/helpers/factories.ts'
 import {
   checkoutEvent,
   deliverWebhook,
@@ -258,15 +258,6 @@ async function deliver(event: PlannedEvent, model: Model) {
   event.apply(model.purchases[event.purchase] as PurchaseSeen)
 }
 
-async function figures(client: TestClient) {
-  const { data } = await client.get('/api/user')
-  return {
-    available: data.available_credits,
-    held: data.held_credits,
-    spendable: data.credits_available_for_automation,
-  }
-}
-
 /** Runs one sequence against the app, checking the model as it goes and at the end. */
 async function run(seq: Sequence) {
   const { client, user, password } = await signedInClient(t)
@@ -332,7 +323,7 @@ async function run(seq: Sequence) {
       }
     }
   }
-  expect(await figures(client)).toEqual(figuresOf(model))
+  expect(await creditFigures(client)).toEqual(figuresOf(model))
 
   if (seq.deleteAccount) {
     expect((await client.delete('/api/user-profile', { password })).status).toBe(200)
@@ -350,7 +341,7 @@ async function run(seq: Sequence) {
       held: expected.held,
     })
   } else {
-    expect(await figures(client)).toEqual(figuresOf(model))
+    expect(await creditFigures(client)).toEqual(figuresOf(model))
   }
   expect((await auditLedger(t.database.db)).failed).toEqual([])
 }

@@ -266,10 +266,10 @@ export function createAdminUsersService(deps: AdminUsersDeps) {
       return present(user)
     },
 
-    /** Deletes another user with everything they own (foreign keys cascade: sessions too) and their photo. */
     /**
-     * Deletes the account (not one's own) and leaves a `user.delete` audit record; the money records
-     * stay (docs/credits.md). The route asks for the recent password confirmation.
+     * Deletes another user with their personal data (foreign keys cascade: sessions too) and their
+     * photo, and leaves a `user.delete` audit record; the money records stay (docs/credits.md). The
+     * route asks for the recent password confirmation.
      */
     async remove(actor: UserRow, id: number, origin: AdminChangeOrigin): Promise<void> {
       if (id === actor.id) throw forbidden('You cannot delete your own account.')

@@ -3,7 +3,7 @@ import { eq } from 'drizzle-orm'
 import { describe, expect, it } from 'vitest'
 import type { TestApp } from '../../../../test/helpers/build-test-app.ts'
 import type { TestClient } from '../../../../test/helpers/client.ts'
-import { signedInClient } from '../../../../test/helpers/factories.ts'
+import { creditFigures, signedInClient } from '../../../../test/helpers/factories.ts'
 import {
   checkoutEvent,
   deliverWebhook,
@@ -47,15 +47,6 @@ async function buy(client: TestClient, packageId = 'pro') {
   const paid = checkoutEvent({ sessionId, metadata, amountTotal: amount, currency: 'usd', paymentIntent })
   await deliverOk(paid.payload)
   return { sessionId, paymentIntent, amount }
-}
-
-const figures = async (client: TestClient) => {
-  const { data } = await client.get('/api/user')
-  return {
-    available: data.available_credits,
-    held: data.held_credits,
-    spendable: data.credits_available_for_automation,
-  }
 }
 
 const rowsOf = (userId: number) =>
@@ -119,7 +110,7 @@ describe('the webhook checks what was paid', () => {
       })
       expect(error?.expected).toEqual({ amount: 4900, currency: 'usd' })
     }
-    expect(await figures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
+    expect(await creditFigures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
     expect(await rowsOf(user.id)).toEqual([])
     const countedAfter = await webhookCounts()
     expect(countedAfter('amount_mismatch') - countedBefore('amount_mismatch')).toBe(3)
@@ -132,10 +123,10 @@ describe('the webhook checks what was paid', () => {
     const metadata = { user_id: String(user.id), package_id: 'starter' }
     const short = checkoutEvent({ metadata, amountTotal: 90, currency: 'usd' })
     await deliverOk(short.payload)
-    expect((await figures(client)).available).toBe(0)
+    expect((await creditFigures(client)).available).toBe(0)
     const right = checkoutEvent({ metadata, amountTotal: 900, currency: 'usd' })
     await deliverOk(right.payload)
-    expect((await figures(client)).available).toBe(100)
+    expect((await creditFigures(client)).available).toBe(100)
   })
 
   it('credits once when 10 deliveries of a matching and 10 of a mismatched session race', async () => {
@@ -150,7 +141,7 @@ describe('the webhook checks what was paid', () => {
       ),
     )
     expect(answers.every((a) => a.status === 200)).toBe(true)
-    expect((await figures(client)).available).toBe(100)
+    expect((await creditFigures(client)).available).toBe(100)
     await expectLedgerConsistent()
   })
 })
@@ -159,11 +150,11 @@ describe('refunds take the credits back', () => {
   it('a full refund takes back every credit, once, as a refund row linked to the purchase', async () => {
     const { client, user } = await signedInClient(t)
     const { sessionId, paymentIntent } = await buy(client, 'pro')
-    expect((await figures(client)).available).toBe(600)
+    expect((await creditFigures(client)).available).toBe(600)
     const refund = refundEvent({ paymentIntent, amount: 4900, amountRefunded: 4900 })
     await deliverOk(refund.payload)
     await deliverOk(refund.payload)
-    expect(await figures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
+    expect(await creditFigures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
     const purchase = await purchaseOf(sessionId)
     const rows = await rowsOf(user.id)
     expect(rows.map((r) => [r.kind, r.amount, r.balanceAfter, r.reference, r.purchaseId])).toEqual([
@@ -198,18 +189,18 @@ describe('refunds take the credits back', () => {
     const half = refundEvent({ paymentIntent, amount: 4900, amountRefunded: 2450 })
     const quarter = refundEvent({ paymentIntent, amount: 4900, amountRefunded: 1225 })
     await deliverOk(quarter.payload)
-    expect((await figures(client)).available).toBe(450)
+    expect((await creditFigures(client)).available).toBe(450)
     await deliverOk(half.payload)
-    expect((await figures(client)).available).toBe(300)
+    expect((await creditFigures(client)).available).toBe(300)
     // A late delivery of an older total takes nothing more.
     await deliverOk(quarter.payload)
     const older = refundEvent({ paymentIntent, amount: 4900, amountRefunded: 1000 })
     await deliverOk(older.payload)
-    expect((await figures(client)).available).toBe(300)
+    expect((await creditFigures(client)).available).toBe(300)
     // 1/3 of the price: 200 credits, exact to 1/10000.
     const { paymentIntent: other } = await buy(client, 'starter')
     await deliverOk(refundEvent({ paymentIntent: other, amount: 900, amountRefunded: 300 }).payload)
-    expect((await figures(client)).available).toBe(300 + 100 - 33.3333)
+    expect((await creditFigures(client)).available).toBe(300 + 100 - 33.3333)
     await expectLedgerConsistent()
   })
 
@@ -228,10 +219,10 @@ describe('refunds take the credits back', () => {
     ).toEqual({ captured: true })
     const still = { broker_parent_order_id: `ord-${randomBytes(4).toString('hex')}`, credits_amount: 15 }
     expect((await client.post('/api/credit-holds', still)).status).toBe(201)
-    expect(await figures(client)).toEqual({ available: 20, held: 15, spendable: 5 })
+    expect(await creditFigures(client)).toEqual({ available: 20, held: 15, spendable: 5 })
 
     await deliverOk(refundEvent({ paymentIntent, amount: 900, amountRefunded: 900 }).payload)
-    expect(await figures(client)).toEqual({ available: -80, held: 15, spendable: -95 })
+    expect(await creditFigures(client)).toEqual({ available: -80, held: 15, spendable: -95 })
     const refused = await client.post('/api/credit-holds', {
       broker_parent_order_id: 'after-refund',
       credits_amount: 1,
@@ -256,12 +247,12 @@ describe('refunds take the credits back', () => {
         })
       ).data,
     ).toEqual({ captured: true })
-    expect(await figures(client)).toEqual({ available: -95, held: 0, spendable: -95 })
+    expect(await creditFigures(client)).toEqual({ available: -95, held: 0, spendable: -95 })
     await expectLedgerConsistent()
 
     // Buying again pays the debt first; holds work again once spendable covers them.
     await buy(client, 'starter')
-    expect(await figures(client)).toEqual({ available: 5, held: 0, spendable: 5 })
+    expect(await creditFigures(client)).toEqual({ available: 5, held: 0, spendable: 5 })
     expect(
       (await client.post('/api/credit-holds', { broker_parent_order_id: 'after-buying', credits_amount: 5 }))
         .status,
@@ -278,7 +269,7 @@ describe('refunds take the credits back', () => {
       [...Array(10).fill(part), ...Array(10).fill(all)].map((e: typeof part) => deliver(t, e.payload)),
     )
     expect(answers.every((a) => a.status === 200)).toBe(true)
-    expect((await figures(client)).available).toBe(0)
+    expect((await creditFigures(client)).available).toBe(0)
     const refunds = (await rowsOf(user.id)).filter((r) => r.kind === 'refund')
     expect(refunds.length).toBeGreaterThanOrEqual(1)
     expect(refunds.length).toBeLessThanOrEqual(2)
@@ -309,10 +300,10 @@ describe('reversals that come before the payment is credited', () => {
     const paymentIntent = `pi_${randomBytes(8).toString('hex')}`
     const refund = refundEvent({ paymentIntent, amount: 4900, amountRefunded: 4900 })
     await deliverOk(refund.payload)
-    expect(await figures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
+    expect(await creditFigures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
     const paid = checkoutEvent({ sessionId, metadata, amountTotal: amount, currency: 'usd', paymentIntent })
     await deliverOk(paid.payload)
-    expect(await figures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
+    expect(await creditFigures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
     const purchase = await purchaseOf(sessionId)
     expect(purchase).toMatchObject({ status: 'paid', amountRefunded: 4900, creditsRefunded: '600.0000' })
     expect((await rowsOf(user.id)).map((r) => [r.kind, r.amount, r.reference, r.purchaseId])).toEqual([
@@ -323,7 +314,7 @@ describe('reversals that come before the payment is credited', () => {
     // Delivered again (the provider retries it, or the first delivery's answer was lost): nothing.
     await deliverOk(refund.payload)
     await deliverOk(paid.payload)
-    expect((await figures(client)).available).toBe(0)
+    expect((await creditFigures(client)).available).toBe(0)
     await expectLedgerConsistent()
   })
 
@@ -353,7 +344,7 @@ describe('reversals that come before the payment is credited', () => {
         disputeId: opened.disputeId,
       }).payload,
     )
-    expect((await figures(client)).available).toBe(150)
+    expect((await creditFigures(client)).available).toBe(150)
     await expectLedgerConsistent()
   })
 
@@ -369,7 +360,7 @@ describe('reversals that come before the payment is credited', () => {
       ),
     )
     expect(answers.every((a) => a.status === 200)).toBe(true)
-    expect(await figures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
+    expect(await creditFigures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
     expect((await rowsOf(user.id)).map((r) => r.kind)).toEqual(['purchase', 'refund'])
     expect(await deferredFor(paymentIntent)).toEqual([])
     await expectLedgerConsistent()
@@ -383,7 +374,7 @@ describe('disputes hold the credits back', () => {
     const opened = disputeEvent({ type: 'charge.dispute.created', paymentIntent, amount: 4900 })
     await deliverOk(opened.payload)
     await deliverOk(opened.payload)
-    expect(await figures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
+    expect(await creditFigures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
     expect((await client.post('/api/credit-holds', { broker_parent_order_id: 'disputed' })).status).toBe(422)
     const won = disputeEvent({
       type: 'charge.dispute.closed',
@@ -394,7 +385,7 @@ describe('disputes hold the credits back', () => {
     })
     await deliverOk(won.payload)
     await deliverOk(won.payload)
-    expect((await figures(client)).available).toBe(600)
+    expect((await creditFigures(client)).available).toBe(600)
     const purchase = await purchaseOf(sessionId)
     expect(purchase).toMatchObject({
       disputeId: opened.disputeId,
@@ -416,7 +407,7 @@ describe('disputes hold the credits back', () => {
     await client.post('/api/credit-holds/capture', { broker_parent_order_id: 'spent' })
     const opened = disputeEvent({ type: 'charge.dispute.created', paymentIntent, amount: 900 })
     await deliverOk(opened.payload)
-    expect((await figures(client)).available).toBe(-60)
+    expect((await creditFigures(client)).available).toBe(-60)
     const lost = disputeEvent({
       type: 'charge.dispute.closed',
       paymentIntent,
@@ -425,7 +416,7 @@ describe('disputes hold the credits back', () => {
       disputeId: opened.disputeId,
     })
     await deliverOk(lost.payload)
-    expect((await figures(client)).available).toBe(-60)
+    expect((await creditFigures(client)).available).toBe(-60)
     expect((await rowsOf(user.id)).map((r) => r.kind)).toEqual([
       'purchase',
       'hold_capture',
@@ -444,7 +435,7 @@ describe('disputes hold the credits back', () => {
       status: 'lost',
     })
     await deliverOk(lost.payload)
-    expect((await figures(client)).available).toBe(50)
+    expect((await creditFigures(client)).available).toBe(50)
     const lateOpening = disputeEvent({
       type: 'charge.dispute.created',
       paymentIntent: first.paymentIntent,
@@ -452,7 +443,7 @@ describe('disputes hold the credits back', () => {
       disputeId: lost.disputeId,
     })
     await deliverOk(lateOpening.payload)
-    expect((await figures(client)).available).toBe(50)
+    expect((await creditFigures(client)).available).toBe(50)
 
     const second = await buy(client, 'starter')
     const won = disputeEvent({
@@ -470,7 +461,7 @@ describe('disputes hold the credits back', () => {
         disputeId: won.disputeId,
       }).payload,
     )
-    expect((await figures(client)).available).toBe(150)
+    expect((await creditFigures(client)).available).toBe(150)
     await expectLedgerConsistent()
   })
 
@@ -482,7 +473,7 @@ describe('disputes hold the credits back', () => {
       await deliverOk(opened.payload)
       const refund = refundEvent({ paymentIntent, amount: 4900, amountRefunded: 4900 })
       await deliverOk(refund.payload)
-      expect(await figures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
+      expect(await creditFigures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
       const closed = disputeEvent({
         type: 'charge.dispute.closed',
         paymentIntent,
@@ -493,7 +484,7 @@ describe('disputes hold the credits back', () => {
       await deliverOk(closed.payload)
       await deliverOk(refund.payload)
       // The money went back to the buyer by the refund: so did not the credits.
-      expect(await figures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
+      expect(await creditFigures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
       const purchase = await purchaseOf(sessionId)
       expect(purchase).toMatchObject({
         amountRefunded: 4900,
@@ -517,10 +508,10 @@ describe('disputes hold the credits back', () => {
     // 600 credits for 4900: the dispute withholds half (300), 300 stay free.
     const opened = disputeEvent({ type: 'charge.dispute.created', paymentIntent, amount: 2450 })
     await deliverOk(opened.payload)
-    expect((await figures(client)).available).toBe(300)
+    expect((await creditFigures(client)).available).toBe(300)
     // A refund of three quarters (450): the 300 free credits, then 150 of the withheld ones.
     await deliverOk(refundEvent({ paymentIntent, amount: 4900, amountRefunded: 3675 }).payload)
-    expect((await figures(client)).available).toBe(0)
+    expect((await creditFigures(client)).available).toBe(0)
     expect(await purchaseOf(sessionId)).toMatchObject({
       creditsRefunded: '450.0000',
       creditsDisputed: '150.0000',
@@ -534,7 +525,7 @@ describe('disputes hold the credits back', () => {
     })
     await deliverOk(won.payload)
     // What was neither refunded nor kept: 600 - 450.
-    expect((await figures(client)).available).toBe(150)
+    expect((await creditFigures(client)).available).toBe(150)
     await expectLedgerConsistent()
   })
 
@@ -553,7 +544,7 @@ describe('disputes hold the credits back', () => {
         disputeId: opened.disputeId,
       }).payload,
     )
-    expect(await figures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
+    expect(await creditFigures(client)).toEqual({ available: 0, held: 0, spendable: 0 })
     await expectLedgerConsistent()
   })
 
@@ -572,7 +563,7 @@ describe('disputes hold the credits back', () => {
       [...Array(10).fill(opened), ...Array(10).fill(won)].map((e: typeof opened) => deliver(t, e.payload)),
     )
     expect(answers.every((a) => a.status === 200)).toBe(true)
-    expect((await figures(client)).available).toBe(600)
+    expect((await creditFigures(client)).available).toBe(600)
     const kinds = (await rowsOf(user.id)).map((r) => r.kind)
     // Whichever came first: withheld then returned, or a won close first and nothing moved.
     expect([['purchase', 'dispute_withheld', 'dispute_returned'], ['purchase']]).toContainEqual(kinds)
