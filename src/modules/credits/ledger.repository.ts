@@ -145,8 +145,10 @@ export function createLedgerRepository({ db }: { db: Db }) {
       return row?.n ?? 0
     },
 
-    /** One page of the user's ledger, newest first (ids grow with time). */
-    /** A page of the user's rows, newest first, each with the purchase it belongs to (if any). */
+    /**
+     * One page of the user's ledger, newest first (ids grow with time), each row with the purchase
+     * it belongs to (if any).
+     */
     async pageTransactions(
       userId: number,
       limit: number,
