@@ -1,6 +1,6 @@
 import { Ajv, type ValidateFunction } from 'ajv'
 import type { FastifySchemaCompiler } from 'fastify'
-import { ajvOptions, configureFormats } from './validation.ts'
+import { ajvOptions, configureFormats, type FieldErrors, laravelFieldErrors } from './validation.ts'
 
 // The bodies that came as JSON: their values have types of their own, which are checked as sent.
 const jsonBodies = new WeakSet<object>()
@@ -44,6 +44,16 @@ export function requestValidators(): () => FastifySchemaCompiler<unknown> {
       return validate
     }
   }
+}
+
+/**
+ * A body schema checked as the route validators check it (a JSON body's values as sent, form and
+ * multipart text coerced), for routes that read their body themselves: Laravel-style field errors,
+ * {} when valid.
+ */
+export function compileBodyValidator(schema: object): (body: unknown) => FieldErrors {
+  const validate = requestValidators()()({ schema, httpPart: 'body', method: 'POST', url: '' }) as Validate
+  return (body) => (validate(body) ? {} : laravelFieldErrors(validate.errors ?? []))
 }
 
 type JsonSchema = {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { pipeline, type Readable, Transform } from 'node:stream'
 import { IMAGE_CONTENT_TYPES, sniffImageType } from '../../../lib/images.ts'
+import { FileWorkFailed } from '../../../lib/multipart.ts'
 import type { FileStorage } from '../../../lib/storage/storage.ts'
 
 /** Where attachments are kept in the file storage. */
@@ -40,20 +41,17 @@ export function cleanFileName(name: string | undefined): string {
   return (cleaned || 'attachment').slice(0, 255)
 }
 
-/**
- * Streams one uploaded file into storage under a new random name, keeping its first bytes to judge
- * its type; never holds the file whole.
- */
-/**
- * Storage itself failed (the disk, the bucket), not the upload: a server error, logged, never
- * answered as a broken multipart body.
- */
-export class AttachmentStorageFailed extends Error {
+/** Storage itself failed (the disk, the bucket), not the upload: a server error, logged. */
+export class AttachmentStorageFailed extends FileWorkFailed {
   constructor(cause: unknown) {
     super('storing a chat attachment failed', { cause })
   }
 }
 
+/**
+ * Streams one uploaded file into storage under a new random name, keeping its first bytes to judge
+ * its type; never holds the file whole.
+ */
 export async function storeUpload(
   storage: FileStorage,
   file: Readable & { truncated?: boolean },

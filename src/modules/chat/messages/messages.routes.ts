@@ -3,13 +3,13 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ValidationError } from '../../../lib/errors.ts'
 import { commonErrorResponses, MessageResponse as DeletedResponse } from '../../../lib/http-schemas.ts'
-import { multipartFailure } from '../../../lib/multipart.ts'
+import { type FormShape, readMultipartForm, textWhereFilesGo } from '../../../lib/multipart.ts'
+import { compileBodyValidator } from '../../../lib/request-validators.ts'
 import type { FileStorage } from '../../../lib/storage/storage.ts'
-import { compileValidator } from '../../../lib/validation.ts'
-import { cleanFields } from '../../../plugins/body.ts'
+import type { FieldErrors } from '../../../lib/validation.ts'
 import { signedInUser, type ThrottleRule } from '../../../plugins/guards.ts'
 import { MessageResponse } from '../chat.schemas.ts'
-import { AttachmentStorageFailed, isDownloadOnly, type StoredUpload, storeUpload } from './attachments.ts'
+import { isDownloadOnly, type StoredUpload, storeUpload } from './attachments.ts'
 import {
   AttachmentFile,
   AttachmentParams,
@@ -21,6 +21,7 @@ import {
   OlderQuery,
   OlderResponse,
   PostMessageBody,
+  PostMessageContent,
 } from './messages.schemas.ts'
 import type { MessagesService, NewMessageInput } from './messages.service.ts'
 
@@ -43,31 +44,34 @@ const multipartLimits = {
   fieldSize: 8 * MAX_BODY,
   parts: 40,
 }
-const ATTACHMENT_FIELD = /^attachments(\[\d*\])?$/
-const checkFields = compileValidator(PostMessageBody)
+const messageForm: FormShape = {
+  isFile: (name) => /^attachments(\[\d*\])?$/.test(name),
+  text: Object.keys(PostMessageBody.properties),
+}
+const checkFields = compileBodyValidator(PostMessageBody)
 
 /** The message the request describes: JSON, or a multipart form whose files are streamed into storage. */
 async function readMessage(request: FastifyRequest, storage: FileStorage): Promise<NewMessageInput> {
-  let fields: Record<string, unknown> = request.body as Record<string, unknown>
   const uploads: StoredUpload[] = []
   let tooManyFiles = false
+  let fields: Record<string, unknown>
   try {
+    let errors: FieldErrors = {}
     if (request.isMultipart()) {
-      fields = {}
-      try {
-        for await (const part of request.parts()) {
-          if (part.type !== 'file') fields[part.fieldname] = part.value
-          else if (!ATTACHMENT_FIELD.test(part.fieldname) || uploads.length >= MAX_ATTACHMENTS) {
-            tooManyFiles ||= ATTACHMENT_FIELD.test(part.fieldname)
-            part.file.resume()
-          } else uploads.push(await storeUpload(storage, part.file, part.filename))
+      fields = await readMultipartForm(request, messageForm, async (part) => {
+        if (uploads.length < MAX_ATTACHMENTS)
+          uploads.push(await storeUpload(storage, part.file, part.filename))
+        else {
+          tooManyFiles = true
+          part.file.resume()
         }
-      } catch (error) {
-        throw error instanceof AttachmentStorageFailed ? error : multipartFailure(error)
-      }
+      })
+    } else {
+      fields = request.body as Record<string, unknown>
+      // A JSON or form body cannot carry a file: a value named as one is refused, not dropped.
+      errors = textWhereFilesGo(fields, messageForm)
     }
-    fields = cleanFields(fields)
-    const errors = checkFields(fields)
+    errors = { ...errors, ...checkFields(fields) }
     if (Object.keys(errors).length > 0) throw new ValidationError(errors)
   } catch (error) {
     // Nothing of a refused request stays in storage.
@@ -110,8 +114,7 @@ export default async function messagesRoutes(
         description:
           'Multipart forms carry the same fields plus `attachments[]`: up to 5 files of at most 10 MiB each, ' +
           'PNG, JPEG, GIF, WebP or PDF judged by their bytes. 60 messages a minute per user.',
-        consumes: ['application/json', 'multipart/form-data'],
-        body: PostMessageBody,
+        body: PostMessageContent,
         response: { 201: MessageResponse, ...commonErrorResponses },
       },
       // readMessage checks JSON and multipart fields alike, with this same schema.

@@ -24,6 +24,25 @@ export const PostMessageBody = Type.Object({
 })
 export type PostMessageBody = Static<typeof PostMessageBody>
 
+/** The same fields as a multipart form, with the files; for the OpenAPI document (the handler reads the stream). */
+export const PostMessageForm = Type.Object({
+  ...PostMessageBody.properties,
+  attachments: Type.Optional(
+    Type.Array(Type.String({ contentMediaType: 'application/octet-stream' }), {
+      maxItems: MAX_ATTACHMENTS,
+      description: `Sent as attachments[]: up to ${MAX_ATTACHMENTS} PNG, JPEG, GIF, WebP or PDF files of at most 10 MiB each, judged by their bytes.`,
+    }),
+  ),
+})
+
+/** The route's body by content type: JSON, or a multipart form that may carry files. */
+export const PostMessageContent = {
+  content: {
+    'application/json': { schema: PostMessageBody },
+    'multipart/form-data': { schema: PostMessageForm },
+  },
+}
+
 export const MessageParams = Type.Object({ message: IdParam })
 export type MessageParams = Static<typeof MessageParams>
 export const AttachmentParams = Type.Object({ message: IdParam, attachment: IdParam })

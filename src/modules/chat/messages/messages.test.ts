@@ -327,6 +327,57 @@ describe('attachments', () => {
   })
 })
 
+describe('POST /api/message with values of the wrong kind', () => {
+  const messagesIn = async (groupId: number) =>
+    (await t.database.db.select().from(chatMessages).where(eq(chatMessages.groupId, groupId))).length
+
+  it('refuses text where a file goes and a file where text goes, keeping nothing', async () => {
+    const { member, group } = await room()
+    const before = filesOnDisk()
+    const messagesBefore = await messagesIn(group.id)
+    const text = await postForm(
+      member.client,
+      { group_id: String(group.id), 'attachments[]': 'not a file' },
+      [],
+    )
+    expect(text.status).toBe(422)
+    expect(text.data.errors).toEqual({ 'attachments.0': ['The attachments.0 field must be a file.'] })
+    const fileAsBody = await postForm(member.client, { group_id: String(group.id) }, [
+      { name: 'a.png', type: 'image/png', bytes: PNG },
+      { name: 'b.png', type: 'image/png', bytes: PNG, field: 'body' },
+    ])
+    expect(fileAsBody.status).toBe(422)
+    expect(fileAsBody.data.errors).toEqual({ body: ['The body field must be a string.'] })
+    // A JSON body cannot carry a file either.
+    const json = await member.client.post('/api/message', { group_id: group.id, attachments: ['x'] })
+    expect(json.status).toBe(422)
+    expect(json.data.errors).toEqual({ 'attachments.0': ['The attachments.0 field must be a file.'] })
+    expect(await messagesIn(group.id)).toBe(messagesBefore)
+    expect(filesOnDisk()).toEqual(before)
+  })
+
+  it('reads a JSON group_id as sent: an array holding the id is a 422, not the group', async () => {
+    const { member, group } = await room()
+    const before = await messagesIn(group.id)
+    const res = await member.client.post('/api/message', { group_id: [group.id], body: 'hello' })
+    expect(res.status).toBe(422)
+    expect(res.data.errors).toEqual({ group_id: ['The group id field must be an integer.'] })
+    // The same id as form text is one value, as Laravel reads a form.
+    const form = await postForm(member.client, { group_id: String(group.id), body: 'hello' }, [])
+    expect(form.status).toBe(201)
+    expect(await messagesIn(group.id)).toBe(before + 1)
+  })
+
+  it('refuses a multipart field named prototype', async () => {
+    const { member, group } = await room()
+    const before = await messagesIn(group.id)
+    const res = await postForm(member.client, { group_id: String(group.id), body: 'x', prototype: 'x' }, [])
+    expect(res.status).toBe(422)
+    expect(res.data.errors).toEqual({ prototype: ['The prototype field is prohibited.'] })
+    expect(await messagesIn(group.id)).toBe(before)
+  })
+})
+
 describe('GET /api/message/older/{message}', () => {
   it('pages back to the first message with no gap or repeat while others keep posting', async () => {
     const { owner, member, group } = await room()

@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { notFound } from '../../../lib/errors.ts'
 import { commonErrorResponses, MessageResponse } from '../../../lib/http-schemas.ts'
 import { IMAGE_CONTENT_TYPES } from '../../../lib/images.ts'
-import { multipartFailure } from '../../../lib/multipart.ts'
+import { type FormShape, readMultipartForm } from '../../../lib/multipart.ts'
 import { signedInUser } from '../../../plugins/guards.ts'
 import { UserResponse } from '../../users/users.schemas.ts'
 import { PhotoFileParams, PhotoFileResponse, PhotoUploadBody } from './profile-photos.schemas.ts'
@@ -13,19 +13,17 @@ import { MAX_PHOTO_BYTES, type PhotoUpload } from './profile-photos.service.ts'
 // Busboy cuts the photo off at the limit (and flags it), so an oversized upload is never held whole.
 const multipartLimits = { fileSize: MAX_PHOTO_BYTES, files: 3, fields: 10, fieldSize: 1024, parts: 13 }
 
-/** The `photo` file of a multipart request (other parts are read and dropped), or null when there is none. */
+// Jetstream's form has the photo alone: other text fields are read (and cleaned) and dropped.
+const photoForm: FormShape = { isFile: (name) => name === 'photo', text: [] }
+
+/** The first `photo` file of a multipart request (other files are read and dropped), or null when there is none. */
 async function readPhoto(request: FastifyRequest): Promise<PhotoUpload | null> {
   if (!request.isMultipart()) return null
   let upload: PhotoUpload | null = null
-  try {
-    for await (const part of request.parts()) {
-      if (part.type !== 'file') continue
-      const bytes = await part.toBuffer()
-      if (part.fieldname === 'photo' && !upload) upload = { bytes, truncated: part.file.truncated }
-    }
-  } catch (error) {
-    throw multipartFailure(error)
-  }
+  await readMultipartForm(request, photoForm, async (part) => {
+    const bytes = await part.toBuffer()
+    upload ??= { bytes, truncated: part.file.truncated }
+  })
   return upload
 }
 

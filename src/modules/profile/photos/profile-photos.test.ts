@@ -147,8 +147,25 @@ describe('POST /api/user-profile/profile-photo', () => {
       { name: 'avatar', bytes: PNG, filename: 'a.png', type: 'image/png' },
     ])
     expect(otherField.data).toEqual(required)
+    // Text where the file goes is refused by its type, as Laravel's file rules do.
     const textField = await upload(client, [{ name: 'photo', value: 'not a file' }])
-    expect(textField.data).toEqual(required)
+    expect(textField.status).toBe(422)
+    expect(textField.data).toEqual({
+      message: 'The photo field must be a file.',
+      errors: { photo: ['The photo field must be a file.'] },
+    })
+  })
+
+  it('refuses a field named prototype beside the photo, and keeps the photo it had', async () => {
+    const { client } = await signedInClient(t)
+    const res = await upload(client, [...photo(PNG), { name: 'prototype', value: 'x' }])
+    expect(res.status).toBe(422)
+    expect(res.data).toEqual({
+      message: 'The prototype field is prohibited.',
+      errors: { prototype: ['The prototype field is prohibited.'] },
+    })
+    const me = await client.get('/api/user')
+    expect(me.data.profile_photo_url).toBeNull()
   })
 
   it('answers a broken multipart body with a 400 in Laravel shape', async () => {
