@@ -71,7 +71,7 @@ describe('prototype keys (__proto__, constructor, prototype) in a body', () => {
       ]),
     ]) {
       const res = await send(client, 'POST', '/api/strategies', body)
-      expect(res.status, body.payload).toBe(422)
+      expect(res.status, body.payload.toString()).toBe(422)
     }
     expect(fake.calls).toEqual([])
   })

@@ -1,3 +1,4 @@
+import multipart from '@fastify/multipart'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { count } from 'drizzle-orm'
 import { Type } from 'typebox'
@@ -80,9 +81,26 @@ describe('bad input to every operation of the OpenAPI document', () => {
       ).toEqual([true, true, true])
     }
     // Every operation with a body is also sent as a form and as multipart.
-    for (const op of operations.filter((o) => o.body)) {
+    for (const op of operations.filter((o) => o.form)) {
       expect([...kindsOf(cases, op.id)], op.id).toEqual(expect.arrayContaining(['form', 'multipart']))
     }
+    // Routes that read multipart forms get every field's variants there too, files included.
+    const invalidLabels = (operation: string, kind: CaseKind) =>
+      cases.filter((c) => c.operation === operation && c.kind === kind && c.invalid).map((c) => c.label)
+    expect(invalidLabels('POST /api/user-profile/profile-photo', 'multipart')).toEqual(
+      expect.arrayContaining([
+        'photo = text instead of a file',
+        'a field named prototype',
+        'a file named prototype',
+      ]),
+    )
+    expect(invalidLabels('POST /api/message', 'multipart')).toEqual(
+      expect.arrayContaining(['attachments = text instead of a file', 'body = a file', 'group_id = a word']),
+    )
+    expect(invalidLabels('POST /api/message', 'form')).toEqual(expect.arrayContaining(['group_id left out']))
+    expect(invalidLabels('POST /api/message', 'wrong-type')).toContain(
+      'group_id = an array holding a valid value',
+    )
   })
 
   it(
@@ -103,10 +121,15 @@ describe('bad input to every operation of the OpenAPI document', () => {
       expect(validated.length).toBeGreaterThan(5)
       expect(validated.filter((a) => a.status !== 422).map((a) => `${a.case.label}: ${a.status}`)).toEqual([])
       // A prototype key is a 422 whether the body is JSON, a form or (where taken) multipart.
+      const takesMultipart = new Set(operations.filter((op) => op.takesMultipart).map((op) => op.id))
+      expect([...takesMultipart].sort()).toEqual([
+        'POST /api/message',
+        'POST /api/user-profile/profile-photo',
+      ])
       const prototypeKeys = result.answers.filter(
         (a) =>
           /(carries|named) (__proto__|constructor|prototype)$/.test(a.case.label) &&
-          (a.case.kind !== 'multipart' || a.case.operation === 'POST /api/message'),
+          (a.case.kind !== 'multipart' || takesMultipart.has(a.case.operation)),
       )
       expect(prototypeKeys.length).toBeGreaterThan(100)
       expect(
@@ -114,6 +137,10 @@ describe('bad input to every operation of the OpenAPI document', () => {
           .filter((a) => a.status !== 422)
           .map((a) => `${a.case.operation} ${a.case.label}: ${a.status}`),
       ).toEqual([])
+      // A file and text are not each other: refused by the field's rule, not by the parser.
+      const misplaced = result.answers.filter((a) => / = (a file|text instead of a file)$/.test(a.case.label))
+      expect(misplaced.length).toBeGreaterThanOrEqual(4)
+      expect(misplaced.filter((a) => a.status !== 422).map((a) => `${a.case.label}: ${a.status}`)).toEqual([])
     },
     WALK_TIMEOUT,
   )
@@ -180,6 +207,31 @@ describe('the walker itself, on test-only routes', () => {
         { attachValidation: true, schema: { body: Type.Object({ name: Type.String({ maxLength: 9 }) }) } },
         async () => ({ ok: true }),
       )
+      // Broken on purpose: reads a multipart form but takes text where its file goes, and any field name.
+      app.register(async (scope) => {
+        await scope.register(multipart)
+        scope.post(
+          '/test/walker-upload',
+          {
+            schema: {
+              body: {
+                content: {
+                  'multipart/form-data': {
+                    schema: Type.Object({
+                      file: Type.String({ contentMediaType: 'application/octet-stream' }),
+                    }),
+                  },
+                },
+              },
+            },
+            validatorCompiler: () => () => true,
+          },
+          async (request) => {
+            for await (const part of request.parts()) if (part.type === 'file') part.file.resume()
+            return { ok: true }
+          },
+        )
+      })
       // Broken on purpose: a 422 without the errors bag.
       app.post(
         '/test/walker-bare-422',
@@ -246,6 +298,8 @@ describe('the walker itself, on test-only routes', () => {
     expect(find('GET /test/walker-broken/{slug} [path] slug = 40 digits: 500')).toHaveLength(1)
     expect(find('POST /test/walker-lenient [wrong-type] name = an object: 200')).toHaveLength(1)
     expect(find('POST /test/walker-bare-422 [missing] name left out: 422')).toHaveLength(1)
+    expect(find('POST /test/walker-upload [multipart] file = text instead of a file: 200')).toHaveLength(1)
+    expect(find('POST /test/walker-upload [multipart] a field named prototype: 200')).toHaveLength(1)
     expect(find('(422 without an errors bag of string arrays)').length).toBeGreaterThan(0)
   })
 })

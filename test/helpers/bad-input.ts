@@ -6,7 +6,7 @@ import { ajvOptions, configureFormats } from '../../src/lib/validation.ts'
 import type { TestApp } from './build-test-app.ts'
 import type { ClientResponse, TestClient } from './client.ts'
 import { signedInClient } from './factories.ts'
-import { type FormPairs, formEncoded, multipartForm, type RawBody } from './forms.ts'
+import { type FormPair, type FormPairs, formEncoded, multipartForm, type RawBody, TINY_PNG } from './forms.ts'
 import { fillOpenApiPath } from './routes.ts'
 
 /**
@@ -28,7 +28,12 @@ export interface Operation {
   id: string
   method: string
   path: string
+  /** The JSON body's schema. */
   body: JsonSchema | null
+  /** The form's schema: the multipart form's where the document names one, else the JSON body's. */
+  form: JsonSchema | null
+  /** Whether the document lists multipart/form-data: the route reads such a body (others answer 415). */
+  takesMultipart: boolean
   query: Parameter[]
   params: Parameter[]
 }
@@ -54,14 +59,14 @@ export interface BadInputCase {
   url: string
   /** Sent JSON-encoded (`null` included); undefined sends no body. */
   json?: unknown
-  raw?: { payload: string; contentType: string }
+  raw?: RawBody
   /** The schemas (or the HTTP layer) must refuse it, so the answer has to be a 4xx. */
   invalid: boolean
 }
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch']
 
-/** The operations of a document that take input: a JSON body, query or path parameters. */
+/** The operations of a document that take input: a JSON or form body, query or path parameters. */
 export async function operationsWithInput(document: unknown): Promise<Operation[]> {
   const doc = (await dereference(structuredClone(document) as any)) as any
   const operations: Operation[] = []
@@ -74,15 +79,20 @@ export async function operationsWithInput(document: unknown): Promise<Operation[
         parameters
           .filter((p) => p.in === where)
           .map((p) => ({ name: p.name, required: p.required === true, schema: p.schema ?? {} }))
+      const content = operation.requestBody?.content ?? {}
+      const body = content['application/json']?.schema ?? null
+      const multipart = content['multipart/form-data']?.schema ?? null
       const op: Operation = {
         id: `${method.toUpperCase()} ${path}`,
         method: method.toUpperCase(),
         path,
-        body: operation.requestBody?.content?.['application/json']?.schema ?? null,
+        body,
+        form: multipart ?? content['application/x-www-form-urlencoded']?.schema ?? body,
+        takesMultipart: multipart !== null,
         query: pick('query'),
         params: pick('path'),
       }
-      if (op.body || op.query.length > 0 || op.params.length > 0) operations.push(op)
+      if (op.body || op.form || op.query.length > 0 || op.params.length > 0) operations.push(op)
     }
   }
   return operations
@@ -128,6 +138,16 @@ const arrayItems = (schema: JsonSchema | undefined): JsonSchema | undefined => {
   }
   return undefined
 }
+
+/** A file in a form: a string of some media type's bytes (OpenAPI 3.1's `contentMediaType`). */
+const isFileSchema = (schema: JsonSchema | undefined) =>
+  !!schema &&
+  typeof schema === 'object' &&
+  (schema.contentMediaType !== undefined || schema.format === 'binary')
+
+/** Whether a form field is a file, a list of files (`attachments[]`), or neither. */
+const fileKind = (schema: JsonSchema): 'one' | 'many' | null =>
+  isFileSchema(schema) ? 'one' : isFileSchema(arrayItems(schema)) ? 'many' : null
 
 /** The JSON types a schema allows (integer counted as number), for picking oversized values. */
 function typesOf(schema: JsonSchema | undefined): Set<string> {
@@ -362,6 +382,18 @@ function accepts(check: ValidateFunction, value: unknown): boolean {
   return check(structuredClone(value)) === true
 }
 
+// Form values as text: what a form can say instead of a valid value.
+const FORM_VALUES: [string, string][] = [
+  ['a word', 'not-a-valid-value'],
+  ['a numeric string', '42'],
+  ['a fraction', '1.5'],
+  ['a negative number', '-1'],
+  ['the string "true"', 'true'],
+  ['empty', ''],
+  ['1e308', '1e308'],
+  ['100k characters', 'x'.repeat(100_000)],
+]
+
 // Keys that reach Object.prototype through a careless assignment or merge; refused in every body.
 const PROTOTYPE_KEYS = ['__proto__', 'constructor', 'prototype'] as const
 
@@ -382,7 +414,8 @@ function formPairs(value: unknown, prefix = ''): [string, string][] {
 /** Form fields as the server reads them: strings, a repeated name an array of them. */
 function parseForm(pairs: FormPairs): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {}
-  for (const [key, value] of pairs) {
+  for (const [key, content] of pairs) {
+    const value = content.toString()
     const seen = Object.hasOwn(out, key) ? out[key] : undefined
     const next = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value]
     Object.defineProperty(out, key, { value: next, enumerable: true, writable: true, configurable: true })
@@ -429,7 +462,8 @@ export function badInputCases(op: Operation): BadInputCase[] {
     const fields = fieldsOf(schema)
     for (const field of fields) {
       const name = fieldName(field.path)
-      for (const [label, value] of WRONG_TYPES) {
+      const wrapped: [string, unknown] = ['an array holding a valid value', [sample(field.schema)]]
+      for (const [label, value] of [...WRONG_TYPES, wrapped]) {
         const json = withField(baseBody(), schema, field.path, value)
         if (bodyInvalid(json)) add('wrong-type', `${name} = ${label}`, true, { json })
       }
@@ -484,29 +518,58 @@ export function badInputCases(op: Operation): BadInputCase[] {
     })
   }
 
-  if (op.body && bodyCheck) {
-    // The same operation as an HTML form and as FormData would send it: every value a string.
-    const pairsInvalid = (pairs: FormPairs) => !accepts(bodyCheck, parseForm(pairs))
+  if (op.form) {
+    // The same operation as an HTML form and as FormData would send it: every value text, files as
+    // files. A route that takes no multipart answers 415 to any: the body and the reserved names show it.
+    const formSchema = op.form
+    const formCheck = ajv.compile(formSchema)
+    const pairsInvalid = (pairs: FormPairs) => !accepts(formCheck, parseForm(pairs))
+    const shape = objectShape(formSchema)
+    const topLevel = shape?.properties ?? {}
+    const files = new Map<string, 'one' | 'many'>()
+    for (const [name, sub] of Object.entries<JsonSchema>(topLevel)) {
+      const kind = fileKind(sub)
+      if (kind) files.set(name, kind)
+    }
+    const topName = (key: string) => key.replace(/\[.*$/, '')
+    const basePairs: FormPair[] = formPairs(sample(formSchema)).map(([key, value]) =>
+      files.has(topName(key)) ? [key, TINY_PNG, 'walker.png'] : [key, value],
+    )
     const encodings: [CaseKind, (pairs: FormPairs) => RawBody][] = [
       ['form', formEncoded],
       ['multipart', multipartForm],
     ]
-    const base = baseBody()
-    const topLevel = objectShape(op.body)?.properties ?? {}
     for (const [kind, encode] of encodings) {
       const send = (label: string, pairs: FormPairs, invalid = pairsInvalid(pairs)) =>
         add(kind, label, invalid, { raw: encode(pairs) })
-      const basePairs = formPairs(base)
       send('the body', basePairs)
       for (const key of PROTOTYPE_KEYS) send(`a field named ${key}`, [...basePairs, [key, 'x']], true)
+      if (kind === 'multipart' && !op.takesMultipart) continue
+      if (kind === 'multipart') {
+        for (const key of PROTOTYPE_KEYS)
+          send(`a file named ${key}`, [...basePairs, [key, 'x', 'walker.txt']], true)
+      }
       for (const [name, sub] of Object.entries<JsonSchema>(topLevel)) {
-        const others = basePairs.filter(([key]) => key !== name && !key.startsWith(`${name}[`))
-        send(`${name} = a word`, [...others, [name, 'not-a-valid-value']])
-        // The form's way to send an array: the field given twice.
+        const others = basePairs.filter(([key]) => topName(key) !== name)
+        if ((shape?.required ?? []).includes(name)) send(`${name} left out`, others)
+        const file = files.get(name)
+        if (file) {
+          // Laravel's file rule: text where a file goes is refused, not dropped.
+          const field = file === 'many' ? `${name}[]` : name
+          if (kind === 'multipart')
+            send(`${name} = text instead of a file`, [...others, [field, 'not a file']], true)
+          continue
+        }
+        for (const [label, value] of FORM_VALUES) send(`${name} = ${label}`, [...others, [name, value]])
+        // The form's ways to send an object and an array: bracketed names, or the field given twice.
+        send(`${name}[a] = 1`, [...others, [`${name}[a]`, '1']])
+        send(`${name}[] = one`, [...others, [`${name}[]`, 'one']])
         send(`${name} given twice`, [...others, [name, 'one'], [name, 'two']])
         if (typesOf(sub).has('string') || typesOf(sub).size === 0) {
           send(`${name} with a NUL byte`, [...others, [name, `walker\u0000${hex()}`]])
         }
+        // Laravel's string rule: a file where text goes is refused.
+        if (kind === 'multipart') send(`${name} = a file`, [...others, [name, 'walker', 'walker.txt']], true)
       }
     }
   }
