@@ -20,6 +20,7 @@ import { marketTools } from './modules/ai/tools/market-tools.ts'
 import { proxyCaller } from './modules/ai/tools/proxy-reads.ts'
 import { createToolbox } from './modules/ai/tools/toolbox.ts'
 import { createLoginBackoff } from './modules/auth/auth.backoff.ts'
+import { createDeviceCookies } from './modules/auth/auth.device-cookie.ts'
 import { createAuthService } from './modules/auth/auth.service.ts'
 import { createAccountRelease } from './modules/chat/account-release.ts'
 import type { ChatDeps } from './modules/chat/chat.deps.ts'
@@ -123,6 +124,12 @@ function assembleServices(app: FastifyInstance, config: Config, catalog: Billing
     affordAi: (userId) => meter.check(userId, 'ai_analysis', 'ask_ai'),
   }
   const groups = createGroupsService(chatDeps)
+  const loginBackoff = createLoginBackoff({
+    counters: app.rateLimiter.counters,
+    clock,
+    users,
+    queueMail: (mail) => app.mailer.queue(mail),
+  })
   const passwordReset = createPasswordResetService({
     db,
     config,
@@ -131,6 +138,7 @@ function assembleServices(app: FastifyInstance, config: Config, catalog: Billing
     outbox: app.outbox,
     users,
     events,
+    loginBackoff,
   })
   const accountDeletion = createAccountDeletionService({
     db,
@@ -149,11 +157,12 @@ function assembleServices(app: FastifyInstance, config: Config, catalog: Billing
     userView: createUserViewService({ appUrl: config.appUrl, creditsOf }),
     verification,
     auth: createAuthService({ users, clock, verification }),
-    loginBackoff: createLoginBackoff({
-      counters: app.rateLimiter.counters,
+    loginBackoff,
+    deviceCookies: createDeviceCookies({
+      appKey: config.appKey,
       clock,
-      users,
-      queueMail: (mail) => app.mailer.queue(mail),
+      secure: config.session.secureCookie,
+      domain: config.session.domain,
     }),
     passwordReset,
     photos,

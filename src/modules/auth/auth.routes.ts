@@ -48,7 +48,7 @@ const NoContent = { 204: Type.Null({ description: 'No Content' }) }
 /** Sign-up, sign-in, sign-out and the CSRF cookie: Sanctum's and Fortify's routes, under the spec's paths. */
 export default async function authRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const { auth, userView, loginBackoff: backoff } = app.services
+  const { auth, userView, loginBackoff: backoff, deviceCookies } = app.services
   const tags = ['auth']
 
   app.get('/guard/csrf-cookie', { schema: { tags, response: NoContent } }, async (request, reply) => {
@@ -66,6 +66,7 @@ export default async function authRoutes(fastify: FastifyInstance) {
     async (request, reply) => {
       const user = await auth.register(request.body)
       await app.sessionControl.signIn(request, user)
+      reply.header('set-cookie', deviceCookies.issue(user.id))
       return reply.code(201).send(await userView.present(user))
     },
   )
@@ -80,17 +81,20 @@ export default async function authRoutes(fastify: FastifyInstance) {
         response: { 200: LoginResponse, ...commonErrorResponses, 429: LoginLockoutResponse },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       await app.rateLimiter.enforce(loginFailuresThrottle, request)
-      const user = await backoff.attempt(request.body.email, () => auth.attemptLogin(request.body))
+      const device = deviceCookies.read(request.headers.cookie)
+      const user = await backoff.attempt(request.body.email, device, () => auth.attemptLogin(request.body))
       await app.rateLimiter.refund(loginFailuresThrottle, request)
       const pendingLogin = auth.pendingTwoFactorLogin(user, request.body.remember ?? false)
       if (pendingLogin) {
         // A fresh guest session holds it, so a planted session cookie cannot be used for the challenge.
+        // No device cookie yet: the challenge sets it once the second factor passes.
         await app.sessionControl.restartAsGuest(request, { pendingLogin })
         return { two_factor: true }
       }
       await app.sessionControl.signIn(request, user, { remember: request.body.remember ?? false })
+      reply.header('set-cookie', deviceCookies.issue(user.id))
       return { two_factor: false }
     },
   )

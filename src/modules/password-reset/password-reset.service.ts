@@ -10,6 +10,7 @@ import { hashPassword } from '../../lib/passwords.ts'
 import type { ServiceEvents } from '../../plugins/events.ts'
 import type { Mailer } from '../../plugins/mailer.ts'
 import type { Outbox } from '../../plugins/outbox.ts'
+import type { LoginBackoff } from '../auth/auth.backoff.ts'
 import type { UsersService } from '../users/users.service.ts'
 import { createPasswordResetRepository } from './password-reset.repository.ts'
 import type { ResetPasswordBody } from './password-reset.schemas.ts'
@@ -34,6 +35,7 @@ export function createPasswordResetService(deps: {
   outbox: Pick<Outbox, 'enqueue'>
   users: UsersService
   events: EventBus<ServiceEvents>
+  loginBackoff: Pick<LoginBackoff, 'clear'>
 }) {
   const { config, clock, mailer, users } = deps
   const repo = createPasswordResetRepository({ db: deps.db })
@@ -99,7 +101,8 @@ export function createPasswordResetService(deps: {
      * Sets a new password with a live token, which is then used up; a wrong, expired or used token and
      * an unknown email are the same 422 on `email`. The token, the new password and the owner's notice
      * are written in one transaction (the hash is computed before it, once the token is known to be
-     * live). Answers the user, whose sessions the caller ends.
+     * live). Answers the user, whose sessions the caller ends. The login back-off of the address
+     * ends with it.
      */
     async reset(input: ResetPasswordBody): Promise<UserRow> {
       if (input.password_confirmation !== undefined && input.password_confirmation !== input.password) {
@@ -122,6 +125,8 @@ export function createPasswordResetService(deps: {
       })
       if (!user) throw invalidToken()
       await deps.events.publish('PasswordChanged', { userId: user.id, kept: null })
+      // Whoever kept the login paused guessed the old password; the owner may sign in anywhere now.
+      await deps.loginBackoff.clear(user.email)
       return user
     },
 

@@ -33,7 +33,7 @@ const challengeThrottle: ThrottleRule = {
 /** Two-factor authentication: Fortify's management routes under /api/user, and the login challenge. */
 export default async function twoFactorRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>()
-  const { users, twoFactor } = app.services
+  const { users, twoFactor, deviceCookies } = app.services
   const tags = ['two-factor']
   const session = { auth: 'session' } as const
   // Fortify's `password.confirm` on its 2FA routes: 423 without a recent confirmation, before the body.
@@ -114,13 +114,15 @@ export default async function twoFactorRoutes(fastify: FastifyInstance) {
       config: { throttle: challengeThrottle },
       schema: { tags, body: ChallengeBody, response: { 200: ChallengeResponse, ...commonErrorResponses } },
     },
-    async (request) => {
+    async (request, reply) => {
       // A pending login that expired, or whose password changed since, is none: its codes count nowhere.
       const pending = await twoFactor.livePendingLogin(request.session?.row.payload.pendingLogin)
       const user = await lockout.attempt(pending, () => twoFactor.passChallenge(pending, request.body))
       // A new session id and CSRF token; the pending login ends with the old session. Fortify's
       // `login.remember`: the box ticked at the password step remembers the device now.
       await app.sessionControl.signIn(request, user, { remember: pending?.remember ?? false })
+      // Signed in at last: this browser is known to the login back-off from now on.
+      reply.header('set-cookie', deviceCookies.issue(user.id))
       return { two_factor: false }
     },
   )
