@@ -329,9 +329,10 @@ const sessions = area('Browsers and sessions', {
   FRONTEND_URL: variable({
     schema: Type.String(),
     parse: parseOrigins,
-    fallback: [],
+    shown:
+      "none in production; elsewhere the usual dev-server origins (`http://localhost:5173`, Vite's, and its `:4173` preview, `:3000`, each also on `127.0.0.1`)",
     description:
-      'Comma-separated browser origins allowed to call with credentials (CORS), e.g. `https://app.example.com`.',
+      'Comma-separated browser origins allowed to call with credentials (CORS) and to write (the Origin check), e.g. `https://app.example.com`.',
   }),
   SESSION_LIFETIME: number(POSITIVE_6, {
     fallback: 120,

@@ -48,7 +48,7 @@ describe('loadConfig', () => {
       databasePoolSize: 10,
       databasePooler: 'none',
       redisUrl: undefined,
-      frontendOrigins: [],
+      frontendOrigins: expect.arrayContaining(['http://localhost:5173', 'http://127.0.0.1:5173']),
       session: { lifetimeMinutes: 120, absoluteLifetimeMinutes: 720, secureCookie: false },
       mail: { url: undefined, from: 'Trading App <no-reply@localhost>' },
       outboxRetentionDays: 14,
@@ -164,6 +164,8 @@ describe('loadConfig', () => {
     )
     expect(config.env).toBe('production')
     expect(config.appKey).toBe(APP_KEY)
+    // The dev-server origins are a convenience of development: production names its SPA.
+    expect(config.frontendOrigins).toEqual([])
     expect(config.realtime).toMatchObject({
       appId: '4242',
       key: 'app-key-1',

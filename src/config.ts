@@ -184,6 +184,15 @@ export class ConfigError extends Error {
 
 const checkEnv = compileValidator(Env)
 
+/**
+ * Where an app's dev server runs (Vite's dev and preview ports, and 3000), as Sanctum's stateful
+ * domains default to localhost: `npm start` beside the app's `npm run dev` works without settings.
+ */
+const DEV_SERVER_ORIGINS = ['5173', '4173', '3000'].flatMap((port) => [
+  `http://localhost:${port}`,
+  `http://127.0.0.1:${port}`,
+])
+
 /** Reads `.env` (when present) under the process environment, which wins. */
 function readEnvironment(source: NodeJS.ProcessEnv, cwd: string): Record<string, string | undefined> {
   const dotenvPath = join(cwd, '.env')
@@ -222,6 +231,7 @@ export function parseConfig(
   const nodeEnv = s.NODE_ENV
   const appUrl = appUrlOf(s)
   const dataDir = resolve(cwd, s.DATA_DIR)
+  const frontendOrigins = s.FRONTEND_URL ?? (nodeEnv === 'production' ? [] : DEV_SERVER_ORIGINS)
   return Object.freeze({
     env: nodeEnv,
     host: s.HOST,
@@ -248,7 +258,7 @@ export function parseConfig(
     redisUrl: s.REDIS_URL,
     redisPrefix: s.REDIS_PREFIX,
     redisCommandTimeoutMs: s.REDIS_COMMAND_TIMEOUT_MS,
-    frontendOrigins: Object.freeze(s.FRONTEND_URL),
+    frontendOrigins: Object.freeze(frontendOrigins),
     session: Object.freeze({
       lifetimeMinutes: s.SESSION_LIFETIME,
       absoluteLifetimeMinutes: s.SESSION_ABSOLUTE_LIFETIME,
@@ -300,7 +310,7 @@ export function parseConfig(
         decaySeconds: s.REVERB_APP_RATE_LIMIT_DECAY_SECONDS,
       }),
       maxBufferedBytes: s.REVERB_MAX_BUFFERED_KB * 1024,
-      allowedOrigins: socketOrigins(s, appUrl),
+      allowedOrigins: socketOrigins(s, appUrl, frontendOrigins),
     }),
     edition: s.APP_EDITION,
     ai: Object.freeze({
@@ -428,11 +438,15 @@ function reverbApp(
 }
 
 /** REVERB_ALLOWED_ORIGINS; by default the pages that may call the API: APP_URL's and FRONTEND_URL's. */
-function socketOrigins(s: Settings, appUrl: string): Config['realtime']['allowedOrigins'] {
+function socketOrigins(
+  s: Settings,
+  appUrl: string,
+  frontendOrigins: readonly string[],
+): Config['realtime']['allowedOrigins'] {
   const named = s.REVERB_ALLOWED_ORIGINS
   if (named === '*') return '*'
   if (named !== undefined && named.length > 0) return Object.freeze([...named])
-  return Object.freeze([...new Set([new URL(appUrl).origin, ...s.FRONTEND_URL])])
+  return Object.freeze([...new Set([new URL(appUrl).origin, ...frontendOrigins])])
 }
 
 /** The same config pointed at another upstream (the in-process simulator of server.ts). */

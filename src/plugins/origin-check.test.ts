@@ -126,3 +126,30 @@ describe('unsafe requests the service takes', () => {
     expect(res.data).toEqual({ message: 'Thank you for your message. We will get back to you soon.' })
   })
 })
+
+describe('outside production with FRONTEND_URL unset', () => {
+  const dev = appUnderTest(() => ({
+    env: { NODE_ENV: 'development', LOG_LEVEL: 'silent', FRONTEND_URL: '' },
+  }))
+
+  it("takes the app's dev server (Vite's http://localhost:5173) as the SPA: CORS and writes", async () => {
+    const vite = new TestClient(dev.baseUrl, 'http://localhost:5173')
+    await vite.csrf()
+    const res = await vite.post('/api/register', {
+      name: 'Dev Server',
+      email: uniqueEmail(),
+      password: 'correct horse battery staple',
+      password_confirmation: 'correct horse battery staple',
+    })
+    expect(res.status).toBe(201)
+    expect(res.headers.get('access-control-allow-origin')).toBe('http://localhost:5173')
+    expect(res.headers.get('access-control-allow-credentials')).toBe('true')
+    // Only the usual dev-server origins, not any page.
+    const other = new TestClient(dev.baseUrl, FOREIGN)
+    await other.csrf()
+    expect(await other.post('/api/user/settings', { theme: 'dark' })).toMatchObject({
+      status: 403,
+      data: refused,
+    })
+  })
+})
