@@ -98,6 +98,7 @@ function assembleServices(app: FastifyInstance, config: Config, catalog: Billing
     upstream: app.upstream,
     cache: app.cache,
     lifetime: config.cache,
+    upstreamTimeoutMs: config.upstream.timeoutMs,
     appUrl: config.appUrl,
   })
   const activities = createActivitiesService({ db, clock, events })

@@ -36,10 +36,11 @@ async function cachePlugin(app: FastifyInstance, { config }: { config: Config })
   // Grace must never hide an outage: every answer given from an entry past its TTL is counted.
   const staleAnswers = app.metrics.counter({
     name: 'cache_stale_answers_total',
-    help: 'Answers given from an entry past its TTL because loading it again failed, by reason.',
+    help: 'Answers given from an entry past its TTL, by reason: why loading it again failed, or revalidating (a load of it was under way).',
     labelNames: ['reason'],
   })
   const cache = createCache(driver, {
+    clock: app.clock,
     // Redis failing is the failover driver's (one line per outage); what is left (an unreadable
     // entry) degrades to a miss, logged.
     onError: (error, operation) => app.log.error({ err: error, operation }, 'cache store failed'),

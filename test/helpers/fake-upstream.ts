@@ -175,3 +175,30 @@ export class FakeUpstream {
     res.end(JSON.stringify(answer.body))
   }
 }
+
+/**
+ * An answer (for `FakeUpstream.on`) held until the test calls `release()`: an upstream exactly as
+ * slow as the test says, with no sleeps. Counts the calls it got and how many were held at once.
+ */
+export function heldAnswer(answer: Exclude<FakeAnswer, (call: RecordedCall) => unknown>) {
+  const waiting: (() => void)[] = []
+  const held = {
+    calls: 0,
+    /** Calls held right now, and the most there ever were at once. */
+    underWay: 0,
+    mostAtOnce: 0,
+    answer: async (): Promise<FakeAnswer> => {
+      held.calls++
+      held.underWay++
+      held.mostAtOnce = Math.max(held.mostAtOnce, held.underWay)
+      await new Promise<void>((resolve) => waiting.push(resolve))
+      held.underWay--
+      return answer
+    },
+    /** Lets every call held so far answer. */
+    release() {
+      for (const resolve of waiting.splice(0)) resolve()
+    },
+  }
+  return held
+}

@@ -3,7 +3,9 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { createTestClock } from '../../../test/helpers/clock.ts'
-import { type Cache, type CacheDriver, createCache } from './cache.ts'
+import { eventuallyPasses } from '../../../test/helpers/passes.ts'
+import type { Clock } from '../clock.ts'
+import { type Cache, type CacheDriver, createCache, REVALIDATING } from './cache.ts'
 import { createFailoverCacheDriver } from './failover.ts'
 import { createMemoryCacheDriver } from './memory.ts'
 import { createRedisCacheDriver } from './redis.ts'
@@ -34,8 +36,9 @@ interface Harness {
   pass(ms: number): Promise<void>
 }
 
-function open(driver: CacheDriver): Cache {
-  const cache = createCache(driver)
+/** The cache over driver; `clock` tells it how long loads run (the memory driver's own, in tests). */
+function open(driver: CacheDriver, clock?: Clock): Cache {
+  const cache = createCache(driver, { clock })
   opened.push({ cache, driver })
   return cache
 }
@@ -46,7 +49,7 @@ const drivers: [string, () => Harness][] = [
     'memory',
     () => {
       const clock = createTestClock()
-      const cache = open(createMemoryCacheDriver({ maxBytes: 1024 * 1024, clock }))
+      const cache = open(createMemoryCacheDriver({ maxBytes: 1024 * 1024, clock }), clock)
       return { cache, pass: async (ms) => clock.advance(ms) }
     },
   ],
@@ -266,6 +269,48 @@ describe.each(drivers)('cache contract: %s driver', (_name, makeHarness) => {
       await expect(cache.remember('graced', graced(), fails())).rejects.toThrow('timed out')
     })
 
+    it('while a load of it runs, answers every other caller the old value at once, with one loader call', async () => {
+      const { cache, pass } = makeHarness()
+      await cache.remember('k', graced(), loader('old'))
+      await pass(500)
+      const next = loader('new')
+      const release = next.hold()
+      const first = cache.remember('k', graced(), next)
+      const others = await Promise.all(Array.from({ length: 5 }, () => cache.remember('k', graced(), next)))
+      for (const answer of others) {
+        expect(answer).toMatchObject({ value: 'old', hit: false, stale: { reason: REVALIDATING } })
+        expect(answer.stale?.expiredMs).toBeGreaterThanOrEqual(50)
+      }
+      await eventuallyPasses(() => expect(next.calls).toBe(1))
+      release()
+      expect(await first).toEqual({ value: 'new', hit: false, expired: true })
+      expect(await cache.remember('k', graced(), loader('unused'))).toEqual({ value: 'new', hit: true })
+      expect(next.calls).toBe(1)
+    })
+
+    it('while its refresh runs past the TTL, answers the old value at once and calls no other loader', async () => {
+      const { cache, pass } = makeHarness()
+      const options = { ...graced(), refreshAheadSeconds: 0.2 }
+      await cache.remember('k', options, loader('old'))
+      await pass(300)
+      const next = loader('new')
+      const release = next.hold()
+      expect(await cache.remember('k', options, next)).toEqual({ value: 'old', hit: true })
+      await eventuallyPasses(() => expect(next.calls).toBe(1))
+      await pass(200)
+      const others = loader('unused')
+      const answers = await Promise.all(Array.from({ length: 5 }, () => cache.remember('k', options, others)))
+      for (const answer of answers) {
+        expect(answer).toMatchObject({ value: 'old', hit: false, stale: { reason: REVALIDATING } })
+      }
+      expect([next.calls, others.calls]).toEqual([1, 0])
+      release()
+      await eventuallyPasses(async () =>
+        expect(await cache.remember('k', options, others)).toEqual({ value: 'new', hit: true }),
+      )
+      expect(others.calls).toBe(0)
+    })
+
     it('never an entry whose tag was invalidated, even while its load ran', async () => {
       const { cache, pass } = makeHarness()
       await cache.remember('dropped', graced(['user:1']), loader('old'))
@@ -303,11 +348,29 @@ describe.each(drivers)('cache contract: %s driver', (_name, makeHarness) => {
       Array.from({ length: 5 }, () => cache.remember('popular', options, next)),
     )
     for (const answer of answers) expect(answer).toEqual({ value: 'old', hit: true })
-    expect(next.calls).toBe(1)
+    // With a shared store the refresh first claims the key there, then calls the loader.
+    await eventuallyPasses(() => expect(next.calls).toBe(1))
     release()
     await sleep(20)
     expect(await cache.remember('popular', options, loader('unused'))).toEqual({ value: 'new', hit: true })
     expect(next.calls).toBe(1)
+  })
+
+  it('with no grace kept, a caller past the TTL gets the value of the refresh under way, not a call of its own', async () => {
+    const { cache, pass } = makeHarness()
+    const options = { ttlSeconds: 0.4, refreshAheadSeconds: 0.2 }
+    await cache.remember('k', options, loader('old'))
+    await pass(300)
+    const next = loader('new')
+    const release = next.hold()
+    expect(await cache.remember('k', options, next)).toEqual({ value: 'old', hit: true })
+    await eventuallyPasses(() => expect(next.calls).toBe(1))
+    await pass(200)
+    const other = loader('other')
+    const waiting = cache.remember('k', options, other)
+    release()
+    expect(await waiting).toEqual({ value: 'new', hit: false })
+    expect([next.calls, other.calls]).toEqual([1, 0])
   })
 
   it('clear empties the store', async () => {
@@ -383,6 +446,53 @@ describe('cache: memory driver', () => {
     // Past its TTL, kept for grace: only rememberJson may answer it, and only if the load fails.
     clock.advance(61_000)
     expect(cache.jsonInMemory('k', options)).toBeUndefined()
+  })
+
+  it('gives a load up after maxLoadMs: the old value is no longer answered for it, and the next caller loads', async () => {
+    const clock = createTestClock()
+    const cache = open(createMemoryCacheDriver({ maxBytes: 1024 * 1024, clock }), clock)
+    const options = { ttlSeconds: 60, staleSeconds: 600, maxLoadMs: 5_000, refreshAheadSeconds: 10 }
+    await cache.remember('load', options, loader('old'))
+    await cache.remember('refresh', options, loader('old'))
+    clock.advance(51_000)
+    const hung = loader('never')
+    hung.hold()
+    // A refresh that never lands: past maxLoadMs a due hit starts the next one.
+    expect(await cache.remember('refresh', options, hung)).toMatchObject({ value: 'old', hit: true })
+    clock.advance(4_000)
+    expect(await cache.remember('refresh', options, loader('unused'))).toMatchObject({ hit: true })
+    clock.advance(1_000)
+    const next = loader('new')
+    expect(await cache.remember('refresh', options, next)).toMatchObject({ value: 'old', hit: true })
+    await eventuallyPasses(() => expect(next.calls).toBe(1))
+    // A load that never lands, past the TTL: the old value while it runs, then the next caller loads.
+    clock.advance(5_000)
+    void cache.remember('load', options, hung)
+    expect(await cache.remember('load', options, loader('unused'))).toMatchObject({
+      value: 'old',
+      stale: { reason: REVALIDATING },
+    })
+    clock.advance(5_000)
+    expect(await cache.remember('load', options, loader('new'))).toEqual({
+      value: 'new',
+      hit: false,
+      expired: true,
+    })
+  })
+
+  it('runs at most 1,000 refreshes at once: a due hit past that starts none', async () => {
+    const clock = createTestClock()
+    const cache = open(createMemoryCacheDriver({ maxBytes: 16 * 1024 * 1024, clock }), clock)
+    const options = { ttlSeconds: 60, refreshAheadSeconds: 10 }
+    for (let i = 0; i <= 1_000; i++) await cache.remember(`k${i}`, options, loader(i))
+    clock.advance(55_000)
+    const next = loader('new')
+    const release = next.hold()
+    for (let i = 0; i <= 1_000; i++) expect((await cache.remember(`k${i}`, options, next)).hit).toBe(true)
+    await eventuallyPasses(() => expect(next.calls).toBe(1_000))
+    await sleep(10)
+    expect(next.calls).toBe(1_000)
+    release()
   })
 
   it('does not store an entry larger than the whole bound', async () => {
@@ -482,6 +592,52 @@ if (redisUrl)
         value: 'after',
         hit: false,
       })
+    })
+
+    it('an entry past its TTL is loaded by one instance at a time: the other answers the old value meanwhile', async () => {
+      const [a, b] = twoInstances() as [Cache, Cache]
+      const options = { ttlSeconds: 0.3, staleSeconds: 60 }
+      await a.remember('k', options, loader('old'))
+      await sleep(400)
+      const next = loader('new')
+      const release = next.hold()
+      const loading = a.remember('k', options, next)
+      await eventuallyPasses(() => expect(next.calls).toBe(1))
+      const other = loader('unused')
+      expect(await b.remember('k', options, other)).toMatchObject({
+        value: 'old',
+        hit: false,
+        stale: { reason: REVALIDATING },
+      })
+      release()
+      expect(await loading).toEqual({ value: 'new', hit: false, expired: true })
+      expect(other.calls).toBe(0)
+      // Given back once landed, failed or not: b's next load of it is b's own.
+      await sleep(400)
+      const failing = async (): Promise<string> => {
+        throw new Error('upstream 404')
+      }
+      await expect(a.remember('k', options, failing)).rejects.toThrow('upstream 404')
+      expect(await b.remember('k', options, loader('newer'))).toEqual({
+        value: 'newer',
+        hit: false,
+        expired: true,
+      })
+    })
+
+    it('a claim its instance never gives back lapses after its time', async () => {
+      const prefix = `test:${randomBytes(6).toString('hex')}:`
+      const gone = createRedisCacheDriver(redisClient(prefix))
+      const cache = open(createRedisCacheDriver(redisClient(prefix)))
+      const options = { ttlSeconds: 0.3, staleSeconds: 60 }
+      await cache.remember('k', options, loader('old'))
+      await sleep(400)
+      expect(await gone.claimLoad?.('k', 300)).toBeInstanceOf(Function)
+      const next = loader('new')
+      expect(await cache.remember('k', options, next)).toMatchObject({ stale: { reason: REVALIDATING } })
+      await sleep(350)
+      expect(await cache.remember('k', options, next)).toEqual({ value: 'new', hit: false, expired: true })
+      await gone.close()
     })
 
     it('a load running on one instance while another invalidates its tag is not stored', async () => {

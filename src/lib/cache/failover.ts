@@ -63,6 +63,16 @@ export function createFailoverCacheDriver(
         () => shared.set(key, value, ttlSeconds, tags, versions),
         () => local.set(key, value, ttlSeconds, tags),
       ),
+    // While Redis is away, this instance's own single-flight is all there is.
+    claimLoad: (key, ms) =>
+      either(
+        async () => {
+          if (!shared.claimLoad) return async () => {}
+          const release = await shared.claimLoad(key, ms)
+          return release && (() => release().catch((error: unknown) => redis.failed(error)))
+        },
+        () => async () => {},
+      ),
     tagVersions: (tags) =>
       either(
         () => shared.tagVersions?.(tags) ?? Promise.resolve(undefined),

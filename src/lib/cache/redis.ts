@@ -40,10 +40,18 @@ end
 redis.call('PUBLISH', ARGV[2], ARGV[3])
 return 1`
 
+// KEYS: a load's claim. ARGV: the token it was taken with. Gives it back only if still this one's
+// (one that lapsed may have been taken by another instance since).
+const RELEASE_SCRIPT = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`
+
 /**
  * The cache in Redis, shared by every instance: entries with PX expiry (TTL + stale time), each
  * value after a header line giving its stale time, so freshness is `PTTL - stale` in Redis's own
  * time, the same for every instance; one set of entry keys per tag, and a pub/sub channel announcing invalidations so each instance's single-flight follows.
+ * A load of a key claims it (`l:` keys, SET NX PX), so one instance at a time calls the upstream
+ * for an entry held; each read of the entry says whether such a claim is held.
  * The client's keyPrefix (if any) applies to every key and to the channel. The scripts touch keys
  * read from the tag sets, which a standalone Redis (not Cluster) allows. A tag set may still name a
  * key since overwritten under other tags; invalidating it then costs that key one extra miss.
@@ -57,6 +65,7 @@ export function createRedisCacheDriver(
   const entryKey = (key: string) => `${ns}:e:${key}`
   const tagKeys = (tags: string[]) => tags.map((tag) => `${ns}:t:${tag}`)
   const versionKeys = (tags: string[]) => tags.map((tag) => `${ns}:tv:${tag}`)
+  const claimKey = (key: string) => `${ns}:l:${key}`
   // Pub/sub channels are not prefixed by ioredis: add the prefix so separate key spaces stay separate.
   const channel = `${redis.options.keyPrefix ?? ''}${ns}:invalidated`
   const listeners: ((tags: string[]) => void)[] = []
@@ -66,14 +75,30 @@ export function createRedisCacheDriver(
   let subscription: ChannelSubscription | undefined
   const setScript = defineScript(redis, 'cacheSet', SET_SCRIPT)
   const invalidateScript = defineScript(redis, 'cacheInvalidate', INVALIDATE_SCRIPT)
+  const releaseScript = defineScript(redis, 'cacheRelease', RELEASE_SCRIPT)
 
   return {
     async get(key) {
-      const results = await redis.pipeline().getBuffer(entryKey(key)).pttl(entryKey(key)).exec()
-      const [[getError, stored] = [], [ttlError, pttl] = []] = results ?? []
-      if (getError || ttlError) throw getError ?? ttlError
+      const results = await redis
+        .pipeline()
+        .getBuffer(entryKey(key))
+        .pttl(entryKey(key))
+        .exists(claimKey(key))
+        .exec()
+      const [[getError, stored] = [], [ttlError, pttl] = [], [claimError, claimed] = []] = results ?? []
+      if (getError || ttlError || claimError) throw getError ?? ttlError ?? claimError
       if (!(stored instanceof Buffer) || typeof pttl !== 'number' || pttl === -2) return undefined
-      return readEntry(stored, pttl)
+      const entry = readEntry(stored, pttl)
+      return entry && claimed === 1 ? { ...entry, loading: true } : entry
+    },
+
+    async claimLoad(key, ms) {
+      const token = `${instanceId}:${randomUUID()}`
+      const taken = await redis.set(claimKey(key), token, 'PX', Math.max(1, Math.round(ms)), 'NX')
+      if (taken !== 'OK') return undefined
+      return async () => {
+        await releaseScript([claimKey(key)], [token])
+      }
     },
 
     async set(key, value, { ttlSeconds, staleSeconds }, tags, versions) {

@@ -166,12 +166,15 @@ export function createProxyService({
   upstream,
   cache,
   lifetime,
+  upstreamTimeoutMs,
   appUrl,
 }: {
   upstream: UpstreamClient
   cache: Cache
   /** CACHE_TTL_SECONDS, and CACHE_STALE_SECONDS: how long past it an entry answers when the upstream fails. */
   lifetime: { ttlSeconds: number; staleSeconds: number }
+  /** UPSTREAM_TIMEOUT_MS: the longest a load takes, so the longest an entry is answered stale while one runs. */
+  upstreamTimeoutMs: number
   /** APP_URL: paginated answers' links name this service, never the upstream. */
   appUrl: string
 }) {
@@ -220,8 +223,16 @@ export function createProxyService({
       const tags = rule.cache === 'user' && rule.group ? [groupTag(call.userId, rule.group)] : []
       // Stored as the text it is sent as: a hit costs no parse and no serialising. A failed fetch
       // throws through rememberJson(), so nothing is stored for it; when the upstream itself failed
-      // (down, slow, 5xx, breaker open), an entry within its grace answers instead.
-      const remember = { ttlSeconds, staleSeconds, tags, staleIf: upstreamFaultOf, ...refreshAhead }
+      // (down, slow, 5xx, breaker open), an entry within its grace answers instead, as it does for
+      // any reader while a load of the key runs (for at most the upstream's time-out).
+      const remember = {
+        ttlSeconds,
+        staleSeconds,
+        tags,
+        staleIf: upstreamFaultOf,
+        maxLoadMs: upstreamTimeoutMs,
+        ...refreshAhead,
+      }
       return cache.rememberJson(key, remember, load).then(
         (answer): ProxyAnswer => ({
           body: answer.value,
