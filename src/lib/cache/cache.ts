@@ -191,9 +191,10 @@ const jsonCodec: Codec<unknown> = {
 const textCodec: Codec<string> = { encode: (value) => value, decode: (text) => text }
 
 /**
- * The one cache mechanism: JSON values with a TTL and tags, single-flight per key in this process;
- * optionally kept past the TTL for stale answers when a new load fails, and refreshed in the
- * background shortly before the TTL ends.
+ * The one cache mechanism: JSON values with a TTL and tags, single-flight per key in this process
+ * (and, for an entry held, across the instances of a driver that claims loads); optionally kept past
+ * the TTL for stale answers while a new load runs or when it fails, and refreshed in the background
+ * shortly before the TTL ends.
  */
 export function createCache(driver: CacheDriver, options: CacheOptions = {}): Cache {
   // Loads callers wait for (a miss, an expired entry), and refreshes nobody waits for. Each leaves
