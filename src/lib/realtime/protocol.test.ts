@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
 import { buildTestApp, type TestApp } from '../../../test/helpers/build-test-app.ts'
 import { createGroup } from '../../../test/helpers/chat.ts'
 import { signedInClient } from '../../../test/helpers/factories.ts'
@@ -85,6 +85,19 @@ describe('connecting', () => {
     }
     const other = await connect()
     expect(other.socketId).not.toBe(socket.socketId)
+  })
+
+  it('makes socket ids from a cryptographic source: Math.random tells nothing of them', async () => {
+    // Math.random's generator can be recovered from a few of its outputs; a socket id must not be.
+    const pinned = vi.spyOn(Math, 'random').mockReturnValue(0.5)
+    try {
+      const first = await connect()
+      const second = await connect()
+      expect(first.socketId).toMatch(/^\d{1,10}\.\d{1,10}$/)
+      expect(second.socketId).not.toBe(first.socketId)
+    } finally {
+      pinned.mockRestore()
+    }
   })
 
   it('refuses an unknown app key with pusher:error 4001 and closes the socket with 4001', async () => {

@@ -1,5 +1,7 @@
 /** The Pusher Channels protocol (version 7), as pusher-js and Laravel Reverb speak it. */
 
+import { randomInt } from 'node:crypto'
+
 /** A frame from the server: `data` is a JSON-encoded string (pusher-js parses it again). */
 export interface ServerFrame {
   event: string
@@ -54,9 +56,12 @@ export function encodeFrame(event: string, data?: unknown, channel?: string, use
 
 export const errorFrame = (error: { code: number; message: string }) => encodeFrame('pusher:error', error)
 
-/** `"%d.%d"` with two random integers, as Reverb makes them. */
+/**
+ * `"%d.%d"` with two random integers, as Reverb makes them, from the cryptographic source: a socket
+ * id is what `/broadcasting/auth` signs for, so no one may work out another's from their own.
+ */
 export function newSocketId(): string {
-  const part = () => 1 + Math.floor(Math.random() * 1_000_000_000)
+  const part = () => randomInt(1, 1_000_000_001)
   return `${part()}.${part()}`
 }
 
