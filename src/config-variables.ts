@@ -550,7 +550,7 @@ const realtime = area('Realtime sockets (Reverb)', {
   REVERB_MAX_CHANNELS_PER_CONNECTION: number(POSITIVE_5, {
     fallback: 100, // Pusher's own limit per connection.
     description:
-      "Channels one socket may be subscribed to (Pusher's limit); another subscribe gets `pusher:error` 4009 and the socket stays.",
+      "Channels one socket may be subscribed to (Pusher's limit); another subscribe gets `pusher:error` 4009 and the socket stays. A socket remembers twice as many channels authorized for it in its life; the grant past that closes it with 4200 (pusher-js reconnects at once).",
   }),
   REVERB_APP_RATE_LIMIT_MAX_ATTEMPTS: number(POSITIVE_6, {
     fallback: 120,

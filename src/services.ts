@@ -228,6 +228,7 @@ function assembleServices(app: FastifyInstance, config: Config, catalog: Billing
       key: config.realtime.key,
       secret: config.realtime.secret,
       rules: createChannelRules({ groups, appUrl: config.appUrl }),
+      socketOwner: (socketId) => app.realtime.hub.ownerOf(socketId),
     }),
     adminUsers: createAdminUsersService({
       db,

@@ -14,6 +14,7 @@ import { registerHubMetrics } from '../lib/realtime/hub-metrics.ts'
 import { createOriginPolicy } from '../lib/realtime/origin-policy.ts'
 import { createMemoryPresence, createRedisPresence } from '../lib/realtime/presence.ts'
 import { errorFrame, PusherError, SOCKET_ID } from '../lib/realtime/protocol.ts'
+import { createRedisSocketOwners, localSocketOwners } from '../lib/realtime/socket-owners.ts'
 import { RECONNECT_CAP_MS } from '../lib/redis/client.ts'
 import { redisAvailability } from '../lib/redis/health.ts'
 
@@ -91,6 +92,7 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
     },
     bus,
     presence,
+    owners: redis ? createRedisSocketOwners(redis, availability.failed) : localSocketOwners,
     log: app.log,
     userOfChannel: (channel) => USER_CHANNEL.exec(channel)?.[1] ?? null,
     onOffline(userId) {
@@ -109,19 +111,25 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
   redis?.on('ready', () => void hub.rewritePresence())
   registerHubMetrics(app.metrics, hub)
 
-  // Echo's interceptor sends the page's socket id; what this request broadcasts leaves that socket out.
-  const requestSocket = new AsyncLocalStorage<string>()
-  // Only such requests enter a context: the others (most) pay nothing, and find no socket to leave out.
+  // Echo's interceptor sends the page's socket id; what this request broadcasts leaves that socket
+  // out, if it is the requester's own (any id can be sent: another's socket must still get it).
+  const requestSocket = new AsyncLocalStorage<{ socketId: string; userId: string }>()
+  // Only a signed-in user's such requests enter a context (the session plugin's hook, before this
+  // one, has found the user): the others (most) pay nothing, and find no socket to leave out.
   app.addHook('onRequest', (request, _reply, done) => {
     const header = request.headers['x-socket-id']
-    if (typeof header === 'string' && SOCKET_ID.test(header)) requestSocket.run(header, done)
+    if (typeof header === 'string' && SOCKET_ID.test(header) && request.user)
+      requestSocket.run({ socketId: header, userId: String(request.user.id) }, done)
     else done()
   })
 
   app.decorate('realtime', {
     hub,
     publish: (channels, event, data, except) => hub.publish(channels, event, data, except),
-    broadcast: (channels, event, data) => hub.publish(channels, event, data, requestSocket.getStore()),
+    broadcast(channels, event, data) {
+      const origin = requestSocket.getStore()
+      return hub.publish(channels, event, data, origin?.socketId, origin?.userId)
+    },
     async online(userIds) {
       const found = await hub.online(userIds.map(String))
       return new Set([...found].map(Number))
@@ -202,5 +210,6 @@ async function realtimePlugin(app: FastifyInstance, { config }: { config: Config
 
 export default fp(realtimePlugin, {
   name: 'realtime',
-  dependencies: ['redis', 'clock', 'metrics', 'shutdown', 'dependency-health'],
+  // After the session plugin: its request hook finds the user this one's reads.
+  dependencies: ['redis', 'clock', 'metrics', 'shutdown', 'dependency-health', 'session'],
 })

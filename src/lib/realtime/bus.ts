@@ -10,6 +10,8 @@ export interface Delivery {
   data: string
   /** A socket that must not receive it (the sender of a client event; `toOthers`). */
   except?: string
+  /** `except` is left out only if it belongs to this user (a request's `X-Socket-Id` names any socket). */
+  exceptOwner?: string
   /** The sender of a client event on a presence channel (the frame's `user_id`). */
   userId?: string
 }

@@ -14,6 +14,7 @@ import {
   newSocketId,
   PusherError,
   RECONNECT_LATER,
+  TOO_MANY_GRANTS,
 } from './protocol.ts'
 import { SmallMap } from './small-map.ts'
 import {
@@ -23,6 +24,7 @@ import {
   SocketAccess,
   subscriptionEndedFrame,
 } from './socket-access.ts'
+import type { SocketOwners } from './socket-owners.ts'
 import { checkSubscription } from './subscription-request.ts'
 
 /** The synthetic presence channel of users with a live socket on their own user channel. */
@@ -51,6 +53,8 @@ export interface HubOptions {
   limits: SocketLimits
   bus: RealtimeBus
   presence: PresenceStore
+  /** Whose each socket is, for the other instances' auth routes (and this one's, for theirs). */
+  owners: SocketOwners
   /** The user a private user channel belongs to (`private-App.Models.User.7` -> "7"), else null. */
   userOfChannel(channel: string): string | null
   /** When a user's last socket (on any instance) left their user channel. */
@@ -92,7 +96,7 @@ interface Connection {
   /** The socket's frame-rate window (Reverb's rate_limiting): when it opened, and frames in it. */
   windowStart: number
   frames: number
-  /** Who authorized its channels, and which ones ended (made at the first grant or end). */
+  /** Whose it is, who authorized its channels, and which ones ended (made at the first grant or end). */
   access: SocketAccess | undefined
   /** Its address's slot, given back at its close. */
   slot: AddressSlot | undefined
@@ -109,7 +113,9 @@ interface Occupants {
  * checked), presence, client events, deliveries from the bus, idle sockets, and the drain at stop.
  */
 export function createHub(options: HubOptions) {
-  const { bus, presence, log, limits } = options
+  const { bus, presence, owners, log, limits } = options
+  // A socket may remember twice the channels it may hold: room to leave and join others, bounded.
+  const maxGrants = 2 * limits.maxChannelsPerConnection
   const sockets = new Map<string, Connection>()
   const connectionOf = new WeakMap<WebSocket, Connection>()
   const subscribers = new Map<string, Occupants>()
@@ -196,8 +202,8 @@ export function createHub(options: HubOptions) {
   async function unsubscribe(conn: Connection, channel: string) {
     const subscription = conn.channels.get(channel)
     if (!subscription) return
+    // Its grant stays: the signature could join it again, so the end of its access must still find it.
     conn.channels.delete(channel)
-    conn.access?.left(channel)
     const occupants = subscribers.get(channel)
     occupants?.sockets.delete(conn)
     if (occupants?.sockets.size === 0) {
@@ -219,13 +225,12 @@ export function createHub(options: HubOptions) {
   }
 
   /**
-   * Whom a client event counts against: the user the auth route recorded for the socket, or one it
-   * has shown (a presence member, or its own user channel, which the app keeps open), else the
+   * Whom a client event counts against: the user the socket belongs to, or one it has shown (a presence member, or its own user channel, which the app keeps open), else the
    * socket alone.
    */
   const clientEventSender = (conn: Connection) => {
-    const [authorizedBy] = conn.access?.users ?? []
-    if (authorizedBy !== undefined) return `user:${authorizedBy}`
+    const owner = conn.access?.owner
+    if (owner !== undefined) return `user:${owner}`
     for (const [channel, subscription] of conn.channels) {
       const userId = subscription.userId ?? options.userOfChannel(channel)
       if (userId) return `user:${userId}`
@@ -280,6 +285,7 @@ export function createHub(options: HubOptions) {
 
   async function onClose(conn: Connection) {
     sockets.delete(conn.id)
+    if (conn.access?.owner !== undefined) owners.released(conn.id)
     for (const channel of [...conn.channels.keys()]) await unsubscribe(conn, channel)
   }
 
@@ -323,6 +329,11 @@ export function createHub(options: HubOptions) {
   }
   const ignoreError = () => {}
 
+  /** Whether the delivery leaves out this socket: the one it names, if it is the named owner's (when one is named). */
+  const leftOut = (conn: Connection, delivery: Delivery) =>
+    conn.id === delivery.except &&
+    (delivery.exceptOwner === undefined || conn.access?.owner === delivery.exceptOwner)
+
   /** Sends a delivery to this instance's subscribers; keeps the presence lists they were told. */
   function deliver(delivery: Delivery) {
     for (const channel of delivery.channels) {
@@ -341,19 +352,27 @@ export function createHub(options: HubOptions) {
       // Encoded once for all its sockets: each write then copies no string into bytes.
       const frame = Buffer.from(encodeFrame(delivery.event, delivery.data, channel, delivery.userId))
       const targets: Connection[] = []
-      for (const conn of occupants.sockets) if (conn.id !== delivery.except) targets.push(conn)
+      for (const conn of occupants.sockets) if (!leftOut(conn, delivery)) targets.push(conn)
       writer.pushAll(targets, frame)
     }
     writer.flush()
   }
   bus.onDelivery(deliver)
 
-  /** Records a grant on the socket it names, if this instance holds it. */
+  /**
+   * Records a grant on the socket it names, if this instance holds it: nothing when the socket is
+   * another user's; a socket with no room left to remember it is closed, to reconnect as a new one.
+   */
   function recordGrant({ socketId, channel, userId, sessionId }: Grant) {
     const conn = sockets.get(socketId)
     if (!conn) return
     conn.access ??= new SocketAccess()
-    conn.access.grant(channel, { userId, sessionId })
+    const outcome = conn.access.grant(channel, { userId, sessionId }, maxGrants)
+    if (outcome === 'recorded') owners.claimed(socketId, userId)
+    else if (outcome === 'full') {
+      send(conn, errorFrame(TOO_MANY_GRANTS))
+      conn.ws.close(TOO_MANY_GRANTS.code, TOO_MANY_GRANTS.message)
+    }
   }
 
   /**
@@ -365,7 +384,8 @@ export function createHub(options: HubOptions) {
   async function endAccess(ended: AccessEnded) {
     const leaving: Promise<void>[] = []
     for (const conn of [...sockets.values()]) {
-      const { close, drop } = endAccessOn(conn, ended, options.userOfChannel)
+      const { close, drop, released } = endAccessOn(conn, ended, options.userOfChannel)
+      if (released) owners.released(conn.id)
       if (close) {
         for (const channel of [...conn.channels.keys()]) leaving.push(unsubscribe(conn, channel))
         send(conn, errorFrame(PusherError.unauthorized))
@@ -528,15 +548,33 @@ export function createHub(options: HubOptions) {
       )
     },
 
-    /** Publishes an event to channels on every instance; `except` leaves out one socket (toOthers). */
-    publish: (channels: string[], event: string, data: unknown, except?: string) =>
-      bus.publish({ channels, event, data: typeof data === 'string' ? data : JSON.stringify(data), except }),
+    /**
+     * Publishes an event to channels on every instance; `except` leaves out one socket (toOthers),
+     * only if it is `exceptOwner`'s when that is given (a request names its socket; it may lie).
+     */
+    publish: (channels: string[], event: string, data: unknown, except?: string, exceptOwner?: string) =>
+      bus.publish({
+        channels,
+        event,
+        data: typeof data === 'string' ? data : JSON.stringify(data),
+        except,
+        ...(exceptOwner === undefined ? {} : { exceptOwner }),
+      }),
 
     /** Tells the instance holding the socket who authorized its channel (the auth route's request). */
     grant: (grant: Grant) => bus.notify({ grant }),
 
     /** Ends access on every instance: the subscriptions it covers are dropped, or the sockets closed. */
     endAccess: (ended: AccessEnded) => bus.notify({ accessEnded: ended }),
+
+    /**
+     * The user a socket belongs to (the first granted a channel on it), if known: this instance's
+     * own sockets are known here; another's, from what it recorded in the shared store.
+     */
+    ownerOf(socketId: string): Promise<string | undefined> {
+      const conn = sockets.get(socketId)
+      return conn ? Promise.resolve(conn.access?.owner) : owners.ownerOf(socketId)
+    },
 
     /** This instance's occupied channels with their socket counts. */
     channels(): Map<string, number> {

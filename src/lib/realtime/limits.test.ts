@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { buildTestApp, SPA_ORIGIN, type TestApp } from '../../../test/helpers/build-test-app.ts'
+import { createGroup } from '../../../test/helpers/chat.ts'
+import { signedInClient } from '../../../test/helpers/factories.ts'
 import { type Frame, PusherSocket, type PusherSocketOptions } from '../../../test/helpers/pusher-socket.ts'
 import { sharedDatabase } from '../../../test/helpers/test-database.ts'
 import { appUnderTest } from '../../../test/helpers/under-test.ts'
@@ -114,6 +116,37 @@ describe('channels and frames per socket (REVERB_MAX_CHANNELS_PER_CONNECTION, RE
     socket.send('pusher:ping')
     await socket.waitFor((f) => f.event === 'pusher:pong', 3000, pong)
     expect(socket.open).toBe(true)
+  })
+})
+
+describe('channels remembered per socket (twice REVERB_MAX_CHANNELS_PER_CONNECTION)', () => {
+  it('remembers the channels authorized for a socket up to the bound; past it the socket is closed to reconnect (4200)', async () => {
+    const app = await appWith({ REVERB_MAX_CHANNELS_PER_CONNECTION: '2' })
+    const { client, user } = await signedInClient(app)
+    const first = await createGroup(client)
+    const second = await createGroup(client)
+    const socket = await connect(app)
+    const authorize = (channel: string) =>
+      client.post('/api/broadcasting/auth', { socket_id: socket.socketId, channel_name: channel })
+    const channels = [
+      `private-App.Models.User.${user.id}`,
+      `private-chat.group.${first.id}`,
+      `presence-chat.group.${first.id}`,
+      `private-chat.group.${second.id}`,
+    ]
+    // Authorized twice: still one each.
+    for (const channel of [...channels, ...channels]) expect((await authorize(channel)).status).toBe(200)
+    const pong = socket.mark()
+    socket.send('pusher:ping')
+    await socket.waitFor((f) => f.event === 'pusher:pong', 3000, pong)
+    expect(socket.open).toBe(true)
+
+    expect((await authorize(`presence-chat.group.${second.id}`)).status).toBe(200)
+    const closed = await closedWithin(socket)
+    expect(closed?.code).toBe(4200)
+    expect(errors(socket)).toEqual([
+      { code: 4200, message: 'Too many channels authorized on this connection' },
+    ])
   })
 })
 

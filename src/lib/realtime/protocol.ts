@@ -30,6 +30,12 @@ export const RECONNECT_LATER = { code: 4100, message: 'Server shutting down, rec
 /** Close code for a socket whose unread backlog passed the bound: pusher-js reconnects after a back-off too. */
 export const NOT_READING = { code: 4101, message: 'Client not reading, reconnect later' }
 
+/**
+ * Close code for a socket authorized more channels in its life than it may remember: 42xx makes
+ * pusher-js reconnect at once, as a new socket that remembers nothing.
+ */
+export const TOO_MANY_GRANTS = { code: 4200, message: 'Too many channels authorized on this connection' }
+
 const CHANNEL_NAME = /^[-a-zA-Z0-9_=@,.;]+$/
 export const MAX_CHANNEL_NAME = 164
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { endAccessOn, SocketAccess } from './socket-access.ts'
 
 const ownerOf = (channel: string) => /^private-App\.Models\.User\.(\d+)$/.exec(channel)?.[1] ?? null
+const LIMIT = 10
 const mine = { userId: '7', sessionId: 'session-a' }
 const other = { userId: '7', sessionId: 'session-b' }
 
@@ -11,7 +12,7 @@ function socket(
   grants: Record<string, typeof mine> = {},
 ) {
   const access = new SocketAccess()
-  for (const [channel, by] of Object.entries(grants)) access.grant(channel, by)
+  for (const [channel, by] of Object.entries(grants)) access.grant(channel, by, LIMIT)
   return { access, channels: new Map(Object.entries(subscriptions)) }
 }
 
@@ -24,6 +25,7 @@ describe('endAccessOn', () => {
     expect(endAccessOn(s, { userId: '7', exceptSessionId: 'session-b' }, ownerOf)).toEqual({
       close: false,
       drop: ['private-App.Models.User.7'],
+      released: false,
     })
     expect(endAccessOn(s, { userId: '7', sessionId: 'session-b' }, ownerOf).drop).toEqual([
       'private-chat.group.3',
@@ -35,7 +37,7 @@ describe('endAccessOn', () => {
     expect(endAccessOn(s, { channels: ['private-chat.group.3'], userId: '7' }, ownerOf).drop).toEqual([])
     expect(s.access.mayJoin('private-chat.group.3')).toBe(false)
     expect(s.access.mayJoin('private-chat.group.4')).toBe(true)
-    s.access.grant('private-chat.group.3', mine)
+    s.access.grant('private-chat.group.3', mine, LIMIT)
     expect(s.access.mayJoin('private-chat.group.3')).toBe(true)
   })
 
@@ -50,13 +52,41 @@ describe('endAccessOn', () => {
     expect(endAccessOn(s, { userId: '8', closeSockets: true }, ownerOf)).toEqual({
       close: true,
       drop: ['private-App.Models.User.8'],
+      released: false,
     })
   })
 
   it('closes a locked-out user’s socket even when it holds none of their channels now', () => {
+    // Granted its user channel, which it left (or never joined).
     const s = socket({ 'market-news': {} }, { 'private-App.Models.User.7': mine })
-    s.access.left('private-App.Models.User.7')
     expect(endAccessOn(s, { userId: '7', closeSockets: true }, ownerOf).close).toBe(true)
     expect(endAccessOn(s, { userId: '9', closeSockets: true }, ownerOf).close).toBe(false)
+  })
+})
+
+describe('SocketAccess', () => {
+  const bob = { userId: '8', sessionId: 'session-c' }
+
+  it('belongs to the first user granted a channel, refuses anyone else’s grant, and is nobody’s once none of theirs is left', () => {
+    const access = new SocketAccess()
+    expect(access.grant('private-App.Models.User.7', mine, LIMIT)).toBe('recorded')
+    expect(access.grant('private-App.Models.User.8', bob, LIMIT)).toBe('another-users')
+    expect(access.owner).toBe('7')
+    expect(access.end(['private-App.Models.User.7'])).toBe(true)
+    expect(access.owner).toBeUndefined()
+    expect(access.grant('private-App.Models.User.8', bob, LIMIT)).toBe('recorded')
+    expect(access.owner).toBe('8')
+    // The former owner's ended channel stays ended.
+    expect(access.mayJoin('private-App.Models.User.7')).toBe(false)
+  })
+
+  it('remembers at most `limit` channels, granted or ended; a channel granted again takes no more room', () => {
+    const access = new SocketAccess()
+    expect(access.grant('private-chat.group.1', mine, 2)).toBe('recorded')
+    expect(access.grant('private-chat.group.2', mine, 2)).toBe('recorded')
+    expect(access.grant('private-chat.group.2', other, 2)).toBe('recorded')
+    access.end(['private-chat.group.1'])
+    expect(access.grant('private-chat.group.3', mine, 2)).toBe('full')
+    expect(access.grant('private-chat.group.1', mine, 2)).toBe('recorded')
   })
 })

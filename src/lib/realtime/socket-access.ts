@@ -21,7 +21,7 @@ export interface Grant extends Authorizer {
 export interface AccessEnded {
   /** Only these channels (a group left or deleted); all of them when absent. */
   channels?: string[]
-  /** Only subscriptions this user authorized (or is the presence member or owner of). */
+  /** Only subscriptions this user authorized (or is the presence member or channel owner of). */
   userId?: string
   /** Only those authorized through this session (its logout). */
   sessionId?: string
@@ -37,49 +37,60 @@ export interface SubscriptionUser {
   owner?: string | null
 }
 
-const NO_USERS: readonly string[] = Object.freeze([])
+/** What became of a grant: recorded; refused, the socket being another user's; or no room left to remember it. */
+export type GrantOutcome = 'recorded' | 'another-users' | 'full'
 
 /**
- * One socket's authorizations, by channel, as the auth route told them (before or after the
- * subscribe frame: they travel different ways), and the channels whose access ended on it: a
- * signature is valid for the socket's whole life, so such a channel takes a grant given after the
- * end before it may be joined again.
+ * One socket's authorizations, as the auth route told them (before or after the subscribe frame:
+ * they travel different ways). A signature is valid for the socket's whole life, so every channel
+ * ever granted is remembered, joined or not, left or not: when the reason for it ends, it ends
+ * here too (null), and joining it again takes a grant given after the end. At most `limit`
+ * channels are remembered (the hub closes a socket past it, to reconnect as a new one).
+ *
+ * The socket belongs to the first user granted a channel on it: a grant from anyone else is
+ * refused, so that nobody can give or take channels on a socket that is not theirs. Once none of
+ * the owner's grants is left (their session ended, say), the next user granted one owns it.
  */
 export class SocketAccess {
-  // Small containers: a socket normally holds a grant or two, from one user (see SmallMap).
-  private readonly grants = new SmallMap<string, Authorizer>()
-  private ended: Set<string> | undefined
-  private authorizers: readonly string[] = NO_USERS
+  // Small containers: a socket normally holds a grant or two, from one session (see SmallMap).
+  private readonly channels = new SmallMap<string, Authorizer | null>()
+  private user: string | undefined
 
-  /** Every user who authorized something on this socket (normally one), in the order they did. */
-  get users(): readonly string[] {
-    return this.authorizers
+  /** The user the socket belongs to, if any grant of theirs is left on it. */
+  get owner(): string | undefined {
+    return this.user
   }
 
-  grant(channel: string, by: Authorizer): void {
-    this.grants.set(channel, by)
-    if (!this.authorizers.includes(by.userId)) this.authorizers = this.authorizers.concat(by.userId)
-    this.ended?.delete(channel)
+  /** Records that `by` authorized `channel` here, unless the socket is another user's or full. */
+  grant(channel: string, by: Authorizer, limit: number): GrantOutcome {
+    if (this.user !== undefined && this.user !== by.userId) return 'another-users'
+    if (!this.channels.has(channel) && this.channels.size >= limit) return 'full'
+    this.user = by.userId
+    this.channels.set(channel, this.authorizer(by))
+    return 'recorded'
+  }
+
+  /** `by` as a record of its own (not the notice it came in), shared by the grants of one session. */
+  private authorizer(by: Authorizer): Authorizer {
+    for (const [, grant] of this.channels)
+      if (grant && grant.userId === by.userId && grant.sessionId === by.sessionId) return grant
+    return { userId: by.userId, sessionId: by.sessionId }
   }
 
   /** False for a channel whose access ended here and was not granted again since. */
   mayJoin(channel: string): boolean {
-    return !this.ended?.has(channel) || this.grants.has(channel)
+    return this.channels.get(channel) !== null
   }
 
-  /** The socket left the channel: its grant is spent (pusher-js authorizes every subscribe anew). */
-  left(channel: string): void {
-    this.grants.delete(channel)
-  }
-
-  /** Whether `access` covers this socket's subscription (or pending grant) to `channel`. */
+  /** Whether `access` covers this socket's subscription (or remembered grant) to `channel`. */
   covers(access: AccessEnded, channel: string, subscription: SubscriptionUser = {}): boolean {
     if (access.channels && !access.channels.includes(channel)) return false
     // Nobody authorized a public channel: its access never ends.
     if (channelKind(channel) === 'public') return false
-    const grant = this.grants.get(channel)
+    const grant = this.channels.get(channel) ?? undefined
     if (access.userId !== undefined) {
-      const user = grant?.userId ?? subscription.member ?? subscription.owner ?? this.onlyUser()
+      // A subscription whose grant has not arrived yet: likely its socket's owner's.
+      const user = grant?.userId ?? subscription.member ?? subscription.owner ?? this.user
       if (user !== access.userId) return false
     }
     if (access.sessionId !== undefined && grant?.sessionId !== access.sessionId) return false
@@ -88,23 +99,24 @@ export class SocketAccess {
     return true
   }
 
-  /** The one user who authorized anything here, if one did: the likely author of a grant still on its way. */
-  private onlyUser(): string | undefined {
-    return this.users.length === 1 ? this.users[0] : undefined
+  /**
+   * These channels' access ended here: their grants go, and joining them again takes new ones.
+   * True when that took the owner's last grant: the socket is nobody's now.
+   */
+  end(channels: string[]): boolean {
+    for (const channel of channels) this.channels.set(channel, null)
+    if (this.user === undefined) return false
+    for (const [, grant] of this.channels) if (grant) return false
+    this.user = undefined
+    return true
   }
 
-  /** The channel's access ended here: its grant goes, and joining it again takes a new one. */
-  end(channel: string): void {
-    this.grants.delete(channel)
-    this.ended ??= new Set()
-    this.ended.add(channel)
-  }
-
-  /** The channels granted but not (yet) subscribed that `access` covers. */
-  pendingCovered(access: AccessEnded, subscribed: { has(channel: string): boolean }): string[] {
-    return [...this.grants.keys()].filter(
-      (channel) => !subscribed.has(channel) && this.covers(access, channel),
-    )
+  /** The channels granted but not subscribed now that `access` covers. */
+  grantedCovered(access: AccessEnded, subscribed: { has(channel: string): boolean }): string[] {
+    const covered: string[] = []
+    for (const [channel, grant] of this.channels)
+      if (grant && !subscribed.has(channel) && this.covers(access, channel)) covered.push(channel)
+    return covered
   }
 }
 
@@ -119,26 +131,28 @@ const NO_GRANTS = new SocketAccess()
 
 /**
  * Applies `ended` to one socket: the channels it covers there (subscribed or only granted) are
- * marked ended. Answers the subscriptions to drop, or `close` for a locked-out user's socket.
+ * marked ended. Answers the subscriptions to drop, `close` for a locked-out user's socket, and
+ * `released` when the socket's owner has no grant left on it.
  */
 export function endAccessOn(
   socket: SocketRecord,
   ended: AccessEnded,
   ownerOf: (channel: string) => string | null,
-): { close: boolean; drop: string[] } {
+): { close: boolean; drop: string[]; released: boolean } {
   const access = socket.access ?? NO_GRANTS
   const drop = [...socket.channels]
     .filter(([channel, { userId }]) =>
       access.covers(ended, channel, { member: userId, owner: ownerOf(channel) }),
     )
     .map(([channel]) => channel)
-  const ending = [...drop, ...access.pendingCovered(ended, socket.channels)]
+  const ending = [...drop, ...access.grantedCovered(ended, socket.channels)]
+  const theirs = ended.userId !== undefined && access.owner === ended.userId
+  let released = false
   if (ending.length > 0) {
     socket.access ??= new SocketAccess()
-    for (const channel of ending) socket.access.end(channel)
+    released = socket.access.end(ending)
   }
-  const theirs = ended.userId !== undefined && access.users.includes(ended.userId)
-  return { close: ended.closeSockets === true && (theirs || drop.length > 0), drop }
+  return { close: ended.closeSockets === true && (theirs || drop.length > 0), drop, released }
 }
 
 /**

@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest'
+import type { TestApp } from '../../../test/helpers/build-test-app.ts'
 import { createGroup, joinGroup, postMessage } from '../../../test/helpers/chat.ts'
 import { TestClient } from '../../../test/helpers/client.ts'
 import { connected, echoFor, eventually, settle } from '../../../test/helpers/echo.ts'
@@ -66,6 +67,31 @@ async function present(echo: Echo, channel: string) {
     .error((error: unknown) => seen.errors.push(error))
   await eventually(() => seen.here.length > 0)
   return seen
+}
+
+/** A raw socket on `on` (the file's app unless given), closed after the file. */
+async function rawSocket(on: TestApp = t): Promise<PusherSocket> {
+  const socket = await PusherSocket.open(on.baseUrl, on.config.realtime.key)
+  sockets.push(socket)
+  return socket
+}
+
+/** What POST /api/broadcasting/auth signs for `socket` and `channel` as `client` (`{auth, channel_data?}`). */
+async function signed(client: TestClient, socket: PusherSocket, channel: string) {
+  const res = await client.post('/api/broadcasting/auth', {
+    socket_id: socket.socketId,
+    channel_name: channel,
+  })
+  expect(res.status).toBe(200)
+  return res.data as { auth: string; channel_data?: string }
+}
+
+/** Leaves `channel` and waits until the server has read the frame (a ping after it is answered). */
+async function unsubscribe(socket: PusherSocket, channel: string) {
+  socket.send('pusher:unsubscribe', { channel })
+  const from = socket.mark()
+  socket.send('pusher:ping')
+  await socket.waitFor((f) => f.event === 'pusher:pong', 3000, from)
 }
 
 const pusherOf = (echo: Echo) =>
@@ -169,6 +195,55 @@ describe('when a member leaves a group', () => {
   })
 })
 
+describe('a channel the socket left', () => {
+  it('ends with the membership too: its old signature does not join it again after the member leaves', async () => {
+    const owner = await signedInClient(t)
+    const member = await signedInClient(t)
+    const group = await createGroup(owner.client)
+    await joinGroup(member.client, group.id)
+    const channel = `private-chat.group.${group.id}`
+    const socket = await rawSocket()
+    const { auth } = await signed(member.client, socket, channel)
+    expect((await socket.subscribe(channel, auth)).event).toBe('pusher_internal:subscription_succeeded')
+    await unsubscribe(socket, channel)
+
+    expect((await member.client.delete(`/api/group/${group.id}/leave`)).status).toBe(200)
+    const from = socket.mark()
+    expect(await socket.subscribe(channel, auth)).toMatchObject({
+      event: 'pusher:error',
+      data: { code: 4009 },
+    })
+    await postMessage(owner.client, group.id, 'not for a former member')
+    await settle()
+    expect(socket.since(from, 'App\\Events\\SocketMessage')).toEqual([])
+  })
+
+  it('ends with its session too: after a password change from another device its old signature is refused', async () => {
+    const { user, password, client: mine } = await signedInClient(t)
+    const theirs = await anotherBrowser(user.email, password)
+    const channel = `private-App.Models.User.${user.id}`
+    const socket = await rawSocket()
+    const { auth } = await signed(theirs, socket, channel)
+    expect((await socket.subscribe(channel, auth)).event).toBe('pusher_internal:subscription_succeeded')
+    await unsubscribe(socket, channel)
+
+    const changed = await mine.put('/api/user-profile/password', {
+      current_password: password,
+      password: 'another long secret',
+      password_confirmation: 'another long secret',
+    })
+    expect(changed.status).toBe(200)
+    const from = socket.mark()
+    expect(await socket.subscribe(channel, auth)).toMatchObject({
+      event: 'pusher:error',
+      data: { code: 4009 },
+    })
+    await notifyUser(mine, user.id, 'after-change')
+    await settle()
+    expect(socket.since(from, NOTIFICATION.slice(1))).toEqual([])
+  })
+})
+
 describe('when a group is deleted', () => {
   it('tells its members GroupDeleted, then drops their subscriptions', async () => {
     const owner = await signedInClient(t)
@@ -230,6 +305,29 @@ describe('when sessions end', () => {
     await settle()
     expect(myTab.errors).toEqual([])
     expect(notified(leavingTab, 'after-logouts') || notified(otherTab, 'after-logouts')).toBe(false)
+  })
+
+  it('after a logout, the socket is nobody’s: the next user signed in on that tab may use it', async () => {
+    const ada = await signedInClient(t)
+    const bob = await signedInClient(t)
+    const socket = await rawSocket()
+    const adas = `private-App.Models.User.${ada.user.id}`
+    await socket.subscribe(adas, (await signed(ada.client, socket, adas)).auth)
+    const from = socket.mark()
+    expect((await ada.client.post('/api/logout')).status).toBe(204)
+    await socket.waitFor((f) => f.event === 'pusher:subscription_error', WITHIN_A_SECOND, from)
+
+    const bobs = `private-App.Models.User.${bob.user.id}`
+    const reply = await socket.subscribe(bobs, (await signed(bob.client, socket, bobs)).auth)
+    expect(reply.event).toBe('pusher_internal:subscription_succeeded')
+    // Ada's grant ended with her session: it is not hers to take back.
+    const again = await ada.client.post('/api/login', { email: ada.user.email, password: ada.password })
+    expect(again.status).toBe(200)
+    const refused = await ada.client.post('/api/broadcasting/auth', {
+      socket_id: socket.socketId,
+      channel_name: adas,
+    })
+    expect(refused.status).toBe(403)
   })
 
   it('a password reset drops what every session authorized', async () => {

@@ -271,6 +271,67 @@ describe.each(redisUrl ? ['redis'] : [])('real-time on two in-process instances 
     expect(messages).toEqual([])
   })
 
+  it('ends on B a channel the socket had left when its member leaves through A: the old signature is refused', async () => {
+    const ada = await signedInClient(a, { name: 'Ada on A' })
+    const bob = await signedInClient(a, { name: 'Bob, socket on B' })
+    const group = await createGroup(ada.client)
+    await joinGroup(bob.client, group.id)
+    const channel = `private-chat.group.${group.id}`
+    const probe = `probe.${randomBytes(4).toString('hex')}`
+    const socket = await socketOn(endpoint(b), bob.client, [channel])
+    sockets.push(socket)
+    await socket.subscribe(probe)
+    const signature = (
+      await bob.client.post('/api/broadcasting/auth', { socket_id: socket.socketId, channel_name: channel })
+    ).data.auth
+    socket.send('pusher:unsubscribe', { channel })
+    const pong = socket.mark()
+    socket.send('pusher:ping')
+    await socket.waitFor((f) => f.event === 'pusher:pong', 3000, pong)
+
+    expect((await bob.client.delete(`/api/group/${group.id}/leave`)).status).toBe(200)
+    // Notices and deliveries keep one order: once this probe reached B's socket, so had the end.
+    await a.app.realtime.publish([probe], 'probe', {})
+    await socket.waitFor((f) => f.event === 'probe')
+    expect(await socket.subscribe(channel, signature)).toMatchObject({
+      event: 'pusher:error',
+      data: { code: 4009 },
+    })
+  })
+
+  it('refuses on B (403) to sign a channel for a socket on A that another user was granted', async () => {
+    const ada = await signedInClient(a, { name: 'Ada on A' })
+    const bob = await signedInAt(a.database, b.baseUrl, 'Bob on B')
+    const adaSocket = await socketOn(endpoint(a), ada.client, [`private-App.Models.User.${ada.user.id}`])
+    sockets.push(adaSocket)
+    const bobAsks = () =>
+      bob.client.post('/api/broadcasting/auth', {
+        socket_id: adaSocket.socketId,
+        channel_name: `private-App.Models.User.${bob.user.id}`,
+      })
+    // A records the socket's user in Redis as it records Ada's grant, a moment after her answer.
+    await eventually(async () => (await bobAsks()).status === 403)
+    expect((await bobAsks()).data).toEqual({ message: 'This action is unauthorized.' })
+  })
+
+  it('ignores an X-Socket-Id given to B that names another user’s socket on A: it still gets the broadcast', async () => {
+    const ada = await signedInClient(a, { name: 'Ada on A' })
+    const bob = await signedInAt(a.database, b.baseUrl, 'Bob on B')
+    const group = await createGroup(ada.client)
+    await joinGroup(bob.client, group.id)
+    const adaSocket = await socketOn(endpoint(a), ada.client, [`private-chat.group.${group.id}`])
+    sockets.push(adaSocket)
+    const posted = await bob.client.post(
+      '/api/message',
+      { group_id: group.id, body: 'Bob names Ada’s socket' },
+      { headers: { 'x-socket-id': adaSocket.socketId } },
+    )
+    expect(posted.status).toBe(201)
+    await adaSocket.waitFor(
+      (f) => f.event === 'App\\Events\\SocketMessage' && f.data.message.body === 'Bob names Ada’s socket',
+    )
+  })
+
   it('closes on B (4009, no reconnect) the sockets of a user an admin blocks through A', async () => {
     const admin = await signedInAdmin(a)
     const cy = await signedInAt(a.database, b.baseUrl, 'Cy on B')

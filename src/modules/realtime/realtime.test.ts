@@ -1,14 +1,18 @@
 import PusherServer from 'pusher'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createGroup, joinGroup, postMessage } from '../../../test/helpers/chat.ts'
+import type { TestClient } from '../../../test/helpers/client.ts'
 import { connected, echoFor, eventually, settle } from '../../../test/helpers/echo.ts'
 import { grantCredits, signedInClient } from '../../../test/helpers/factories.ts'
+import { PusherSocket } from '../../../test/helpers/pusher-socket.ts'
 import { appUnderTest } from '../../../test/helpers/under-test.ts'
 
 const t = appUnderTest()
 const echoes: { disconnect(): void }[] = []
+const sockets: PusherSocket[] = []
 afterAll(() => {
   for (const echo of echoes) echo.disconnect()
+  for (const socket of sockets) socket.close()
 })
 
 /** A signed-in user with a connected Echo, as a browser tab of the app. */
@@ -184,6 +188,50 @@ describe('Laravel Echo over pusher-js against this server', () => {
     await eventually(() => atBob.includes('only for others'))
     await settle()
     expect(atAda).not.toContain('only for others')
+  })
+
+  it('ignores an X-Socket-Id naming another user’s socket: that socket still gets the broadcast', async () => {
+    const ada = await tab()
+    const bob = await tab()
+    const group = await createGroup(ada.client)
+    await joinGroup(bob.client, group.id)
+    const atAda: string[] = []
+    let subscribed = false
+    ada.echo
+      .private(`chat.group.${group.id}`)
+      .subscribed(() => {
+        subscribed = true
+      })
+      .listen('SocketMessage', (e: { message: { body: string } }) => atAda.push(e.message.body))
+    await eventually(() => subscribed)
+    const res = await bob.client.post(
+      '/api/message',
+      { group_id: group.id, body: 'Bob names Ada’s socket' },
+      { headers: { 'x-socket-id': ada.socketId } },
+    )
+    expect(res.status).toBe(201)
+    await eventually(() => atAda.includes('Bob names Ada’s socket'))
+  })
+
+  it('refuses (403) to sign a channel for a socket that is another user’s', async () => {
+    const ada = await signedInClient(t)
+    const bob = await signedInClient(t)
+    const socket = await PusherSocket.open(t.baseUrl, t.config.realtime.key)
+    sockets.push(socket)
+    const auth = (client: TestClient, userId: number) =>
+      client.post('/api/broadcasting/auth', {
+        socket_id: socket.socketId,
+        channel_name: `private-App.Models.User.${userId}`,
+      })
+    const adas = await auth(ada.client, ada.user.id)
+    expect(adas.status).toBe(200)
+    await socket.subscribe(`private-App.Models.User.${ada.user.id}`, adas.data.auth)
+
+    const bobs = await auth(bob.client, bob.user.id)
+    expect(bobs.status).toBe(403)
+    expect(bobs.data).toEqual({ message: 'This action is unauthorized.' })
+    // Ada's own channel is still signed for her socket.
+    expect((await auth(ada.client, ada.user.id)).status).toBe(200)
   })
 
   it('says a user is online while a tab has their channel open, and when it was last seen', async () => {
