@@ -567,6 +567,16 @@ export function createHub(options: HubOptions) {
     /** Ends access on every instance: the subscriptions it covers are dropped, or the sockets closed. */
     endAccess: (ended: AccessEnded) => bus.notify({ accessEnded: ended }),
 
+    /** Ends access on this instance's sockets alone (what only this instance found: lapsed sessions). */
+    endAccessHere: (ended: AccessEnded) => endAccess(ended),
+
+    /** The sessions that authorized a channel still granted on a socket of this instance. */
+    authorizingSessions(): string[] {
+      const found = new Set<string>()
+      for (const conn of sockets.values()) conn.access?.collectSessions(found)
+      return [...found]
+    },
+
     /**
      * The user a socket belongs to (the first granted a channel on it), if known: this instance's
      * own sockets are known here; another's, from what it recorded in the shared store.

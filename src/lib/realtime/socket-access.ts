@@ -25,6 +25,8 @@ export interface AccessEnded {
   userId?: string
   /** Only those authorized through this session (its logout). */
   sessionId?: string
+  /** Only those authorized through one of these sessions (ones that expired, idle or too old). */
+  sessionIds?: string[]
   /** Not those authorized through this session (the changer's own, on a password change). */
   exceptSessionId?: string
   /** The user may use nothing any more (blocked, deleted): their sockets are closed. */
@@ -94,6 +96,8 @@ export class SocketAccess {
       if (user !== access.userId) return false
     }
     if (access.sessionId !== undefined && grant?.sessionId !== access.sessionId) return false
+    if (access.sessionIds !== undefined && !(grant && access.sessionIds.includes(grant.sessionId)))
+      return false
     // A subscription whose grant has not arrived cannot show it is the kept session's: it ends.
     if (access.exceptSessionId !== undefined && grant?.sessionId === access.exceptSessionId) return false
     return true
@@ -117,6 +121,11 @@ export class SocketAccess {
     for (const [channel, grant] of this.channels)
       if (grant && !subscribed.has(channel) && this.covers(access, channel)) covered.push(channel)
     return covered
+  }
+
+  /** Adds to `into` the sessions that authorized a channel still granted here. */
+  collectSessions(into: Set<string>): void {
+    for (const [, grant] of this.channels) if (grant) into.add(grant.sessionId)
   }
 }
 

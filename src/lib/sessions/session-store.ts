@@ -22,6 +22,9 @@ export const sessionRefOf = (session: ActiveSession): SessionRef => ({
   rememberTokenId: session.row.rememberTokenId,
 })
 
+// Ids per query when asking which sessions are live: well under any bound on a statement's parameters.
+const LIVE_CHECK_BATCH = 1000
+
 // Writing last_activity on every request would make every read a write; a minute's precision is plenty.
 const TOUCH_AFTER_SECONDS = 60
 
@@ -119,6 +122,17 @@ export function createSessionStore({
         session.row.lastActivity = now
       }
       return true
+    },
+
+    /**
+     * Which of these session ids name a live session now (neither ended nor expired, idle or too
+     * old), asked a thousand at a time.
+     */
+    async liveAmong(ids: string[]): Promise<Set<string>> {
+      const live = new Set<string>()
+      for (let i = 0; i < ids.length; i += LIVE_CHECK_BATCH)
+        for (const id of await repo.findLiveIds(ids.slice(i, i + LIVE_CHECK_BATCH), liveSince())) live.add(id)
+      return live
     },
 
     /** The user's live sessions (expired ones left out), the most recently active first. */

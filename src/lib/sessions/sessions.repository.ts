@@ -1,4 +1,4 @@
-import { and, desc, eq, gte, lt, ne, or, sql } from 'drizzle-orm'
+import { and, desc, eq, gte, inArray, lt, ne, or, sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { type SessionPayload, type SessionRow, sessions, type UserRow, users } from '../../db/schema/index.ts'
 
@@ -70,6 +70,22 @@ export function createSessionsRepository({ db }: { db: Db }) {
           ),
         )
         .orderBy(desc(sessions.lastActivity))
+    },
+
+    /** Which of these sessions exist and are live (active since `live.lastActivity`, begun since `live.createdAt`). */
+    async findLiveIds(ids: string[], live: LiveSince): Promise<string[]> {
+      if (ids.length === 0) return []
+      const rows = await db
+        .select({ id: sessions.id })
+        .from(sessions)
+        .where(
+          and(
+            inArray(sessions.id, ids),
+            gte(sessions.lastActivity, live.lastActivity),
+            gte(sessions.createdAt, live.createdAt),
+          ),
+        )
+      return rows.map((row) => row.id)
     },
 
     /** Deletes the sessions last active before `live.lastActivity` or begun before `live.createdAt`. */

@@ -2,11 +2,13 @@ import { afterAll, describe, expect, it } from 'vitest'
 import type { TestApp } from '../../../test/helpers/build-test-app.ts'
 import { createGroup, joinGroup, postMessage } from '../../../test/helpers/chat.ts'
 import { TestClient } from '../../../test/helpers/client.ts'
+import { minutes } from '../../../test/helpers/clock.ts'
 import { connected, echoFor, eventually, settle } from '../../../test/helpers/echo.ts'
 import { grantCredits, signedInAdmin, signedInClient } from '../../../test/helpers/factories.ts'
 import { resetPasswordByMail } from '../../../test/helpers/password-reset.ts'
 import { PusherSocket } from '../../../test/helpers/pusher-socket.ts'
 import { appUnderTest, mailSinkUnderTest } from '../../../test/helpers/under-test.ts'
+import { endAccessOfLapsedSessions } from './access-ends.ts'
 
 // Channel access is checked at the auth route; these show it ending while the socket stays open, as
 // the app's Echo (pusher-js) sees it: the dropped channel's `.error()`, nothing more on it, the
@@ -385,5 +387,79 @@ describe('when a user is locked out', () => {
     expect((await client.delete('/api/user-profile', { password })).status).toBe(200)
     const closed = await Promise.race([socket.closed, settle(WITHIN_A_SECOND).then(() => null)])
     expect(closed).toMatchObject({ code: 4009 })
+  })
+})
+
+describe('when a session merely expires', () => {
+  // An app of its own: these move its clock by hours.
+  const e = appUnderTest()
+  const ended = (socket: PusherSocket, from: number) =>
+    socket
+      .since(from, 'pusher:subscription_error')
+      .map((f) => [f.channel, f.data])
+      .sort()
+
+  it('its sockets lose their private and presence channels at the next check; a live session keeps its own', async () => {
+    const owner = await signedInClient(e)
+    const member = await signedInClient(e)
+    const group = await createGroup(owner.client)
+    await joinGroup(member.client, group.id)
+    const socket = await rawSocket(e)
+    const channels = [
+      `private-App.Models.User.${member.user.id}`,
+      `private-chat.group.${group.id}`,
+      `presence-chat.group.${group.id}`,
+    ]
+    const signatures = new Map<string, { auth: string; channel_data?: string }>()
+    for (const channel of channels) {
+      const signature = await signed(member.client, socket, channel)
+      signatures.set(channel, signature)
+      const reply = await socket.subscribe(channel, signature.auth, signature.channel_data)
+      expect(reply.event).toBe('pusher_internal:subscription_succeeded')
+    }
+    // Idle past the lifetime: the member's session is over. The owner signs in anew (a live session).
+    const from = socket.mark()
+    e.clock.advance(minutes(e.config.session.lifetimeMinutes + 1))
+    const ownerAgain = new TestClient(e.baseUrl)
+    expect(
+      (await ownerAgain.post('/api/login', { email: owner.user.email, password: owner.password })).status,
+    ).toBe(200)
+    const ownerSocket = await rawSocket(e)
+    const ownChannel = `private-App.Models.User.${owner.user.id}`
+    await ownerSocket.subscribe(ownChannel, (await signed(ownerAgain, ownerSocket, ownChannel)).auth)
+
+    const ownerFrom = ownerSocket.mark()
+    await endAccessOfLapsedSessions(e.app)
+    await eventually(() => ended(socket, from).length === 3, WITHIN_A_SECOND)
+    expect(ended(socket, from)).toEqual(channels.map((channel) => [channel, ENDED]).sort())
+    const groupChannel = `private-chat.group.${group.id}`
+    expect(await socket.subscribe(groupChannel, signatures.get(groupChannel)?.auth)).toMatchObject({
+      event: 'pusher:error',
+      data: { code: 4009 },
+    })
+    await postMessage(ownerAgain, group.id, 'after the member’s session expired')
+    await settle()
+    expect(socket.since(from, 'App\\Events\\SocketMessage')).toEqual([])
+    expect(ownerSocket.since(ownerFrom, 'pusher:subscription_error')).toEqual([])
+  })
+
+  it('a session kept in use keeps its channels until its absolute lifetime ends it', async () => {
+    const { user, client } = await signedInClient(e)
+    const socket = await rawSocket(e)
+    const channel = `private-App.Models.User.${user.id}`
+    await socket.subscribe(channel, (await signed(client, socket, channel)).auth)
+    const from = socket.mark()
+    let steps = 0
+    // A request every lifetime less ten minutes keeps it from idling out.
+    while ((await client.get('/api/user')).status === 200) {
+      await endAccessOfLapsedSessions(e.app)
+      e.clock.advance(minutes(e.config.session.lifetimeMinutes - 10))
+      steps += 1
+    }
+    expect(steps).toBeGreaterThan(1)
+    expect(ended(socket, from)).toEqual([])
+    await endAccessOfLapsedSessions(e.app)
+    await eventually(() => ended(socket, from).length === 1, WITHIN_A_SECOND)
+    expect(ended(socket, from)).toEqual([[channel, ENDED]])
   })
 })
