@@ -330,7 +330,7 @@ const sessions = area('Browsers and sessions', {
     schema: Type.String(),
     parse: parseOrigins,
     shown:
-      "none in production; elsewhere the usual dev-server origins (`http://localhost:5173`, Vite's, and its `:4173` preview, `:3000`, each also on `127.0.0.1`)",
+      "in development (`NODE_ENV` unset), the usual dev-server origins (`http://localhost:5173`, Vite's, and its `:4173` preview, `:3000`, each also on `127.0.0.1`); none in production or test",
     description:
       'Comma-separated browser origins allowed to call with credentials (CORS) and to write (the Origin check), e.g. `https://app.example.com`.',
   }),

@@ -57,6 +57,7 @@ describe('loadConfig', () => {
     expect(Object.isFrozen(config)).toBe(true)
     expect(loadConfig({ PORT: '9000', APP_KEY }, cwd).appUrl).toBe('http://localhost:9000')
     expect(loadConfig({ NODE_ENV: 'test', APP_KEY }, cwd).logLevel).toBe('silent')
+    expect(loadConfig({ NODE_ENV: 'test', APP_KEY }, cwd).frontendOrigins).toEqual([])
   })
 
   test('a relative DATA_DIR is resolved against the working directory', () => {

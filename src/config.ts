@@ -187,6 +187,7 @@ const checkEnv = compileValidator(Env)
 /**
  * Where an app's dev server runs (Vite's dev and preview ports, and 3000), as Sanctum's stateful
  * domains default to localhost: `npm start` beside the app's `npm run dev` works without settings.
+ * Development only: production names its SPA, and tests name theirs.
  */
 const DEV_SERVER_ORIGINS = ['5173', '4173', '3000'].flatMap((port) => [
   `http://localhost:${port}`,
@@ -231,7 +232,7 @@ export function parseConfig(
   const nodeEnv = s.NODE_ENV
   const appUrl = appUrlOf(s)
   const dataDir = resolve(cwd, s.DATA_DIR)
-  const frontendOrigins = s.FRONTEND_URL ?? (nodeEnv === 'production' ? [] : DEV_SERVER_ORIGINS)
+  const frontendOrigins = s.FRONTEND_URL ?? (nodeEnv === 'development' ? DEV_SERVER_ORIGINS : [])
   return Object.freeze({
     env: nodeEnv,
     host: s.HOST,
