@@ -16,6 +16,12 @@ export interface ThrottleRule {
   max: number
   decaySeconds: number
   key(request: ThrottleSubject): string
+  /**
+   * A per-address rule's wider count: the key naming the client's IPv6 /48 (`throttleNetwork`)
+   * where `key` names its /64, allowed NETWORK_LIMIT_MULTIPLE times `max`; undefined where the
+   * request has none (IPv4, or a key that is not the address, such as a signed-in user's).
+   */
+  networkKey?(request: ThrottleSubject): string | undefined
 }
 
 /** One method of one registered route, with the guard options it declared. */

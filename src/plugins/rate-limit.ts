@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply } from 'fastify'
 import fp from 'fastify-plugin'
 import type { HeaderPairs } from '../lib/answer-headers.ts'
 import { unixSeconds } from '../lib/clock.ts'
 import { type HttpError, tooManyAttempts } from '../lib/errors.ts'
+import { NETWORK_LIMIT_MULTIPLE } from '../lib/rate-limit/address.ts'
 import { createFailoverRateLimitStore } from '../lib/rate-limit/failover.ts'
 import { createMemoryRateLimitStore } from '../lib/rate-limit/memory.ts'
 import { createRedisRateLimitStore } from '../lib/rate-limit/redis.ts'
@@ -23,8 +24,10 @@ export interface RateLimiter {
    * Counts the attempt; past the limit throws Laravel's 429, otherwise sets the X-RateLimit headers
    * (when given the reply: a second rule of a route leaves the first one's headers alone). With the
    * in-process store this is decided at once (undefined, or the 429 thrown): no promise per request.
+   * A rule with a network key counts the client's /48 too, for the attempts its /64 let through.
+   * The subject is a request, or what a caller outside one (an AI tool) counts for.
    */
-  enforce(rule: ThrottleRule, request: FastifyRequest, reply?: FastifyReply): Promise<void> | undefined
+  enforce(rule: ThrottleRule, request: ThrottleSubject, reply?: FastifyReply): Promise<void> | undefined
   /**
    * The warm-read lane's count (plugins/warm-reads.ts): within the limit, counts the attempt and
    * answers its X-RateLimit headers; past it, gives the attempt back and answers undefined, and the
@@ -36,7 +39,7 @@ export interface RateLimiter {
     subject: ThrottleSubject,
   ): HeaderPairs | undefined | Promise<HeaderPairs | undefined>
   /** Gives back the attempt `enforce` counted, for a rule that counts failures only (a login that succeeded). */
-  refund(rule: ThrottleRule, request: FastifyRequest): Promise<void>
+  refund(rule: ThrottleRule, request: ThrottleSubject): Promise<void>
   /** Laravel's 429 for a limit of `max` whose window ends at `resetAt` (unix seconds), with Retry-After. */
   tooManyAttempts(max: number, resetAt: number): HttpError
   readonly counters: RateLimitCounters
@@ -73,39 +76,63 @@ async function rateLimitPlugin(app: FastifyInstance) {
       'x-ratelimit-reset': String(resetAt),
     })
 
-  const limitHeaders = (rule: ThrottleRule, attempts: number): HeaderPairs => [
-    ['x-ratelimit-limit', String(rule.max)],
-    ['x-ratelimit-remaining', String(rule.max - attempts)],
+  /** What a limit leaves: its max and the attempts still allowed. */
+  type Left = { max: number; remaining: number }
+  const limitHeaders = ({ max, remaining }: Left): HeaderPairs => [
+    ['x-ratelimit-limit', String(max)],
+    ['x-ratelimit-remaining', String(remaining)],
   ]
-  /** The 429 past the limit, else the X-RateLimit headers (when given the reply). */
-  const judge = (rule: ThrottleRule, { attempts, resetAt }: RateLimitWindow, reply?: FastifyReply) => {
-    if (attempts > rule.max) throw refusal(rule.max, resetAt)
-    if (reply) for (const [name, value] of limitHeaders(rule, attempts)) reply.header(name, value)
+  /** The 429 past `max`, else what the window leaves. */
+  const judge = (max: number, { attempts, resetAt }: RateLimitWindow): Left => {
+    if (attempts > max) throw refusal(max, resetAt)
+    return { max, remaining: max - attempts }
   }
+  const send = (left: Left, reply: FastifyReply | undefined): undefined => {
+    if (reply) for (const [name, value] of limitHeaders(left)) reply.header(name, value)
+    return undefined
+  }
+  const networkName = (rule: ThrottleRule) => `${rule.name}:network`
 
   app.decorate('rateLimiter', {
     enforce(rule, request, reply) {
+      const network = rule.networkKey?.(request)
+      const counted = (window: RateLimitWindow): Promise<void> | undefined => {
+        const left = judge(rule.max, window)
+        if (network === undefined) return send(left, reply)
+        // The /48 counts only what its /64 let through: one /64 cannot use up its neighbours' share.
+        // The headers say the tighter of the two limits.
+        const both = (networkWindow: RateLimitWindow) => {
+          const networkLeft = judge(rule.max * NETWORK_LIMIT_MULTIPLE, networkWindow)
+          return send(networkLeft.remaining < left.remaining ? networkLeft : left, reply)
+        }
+        const networkWindow = store.hit(storeKey(networkName(rule), network), rule.decaySeconds)
+        return networkWindow instanceof Promise ? networkWindow.then(both) : both(networkWindow)
+      }
       const window = store.hit(storeKey(rule.name, rule.key(request)), rule.decaySeconds)
-      if (window instanceof Promise) return window.then((counted) => judge(rule, counted, reply))
-      judge(rule, window, reply)
-      return undefined
+      return window instanceof Promise ? window.then(counted) : counted(window)
     },
     countForLane(rule, subject) {
+      // The lane's reads are counted per user; a rule with a wider count goes the usual way.
+      if (rule.networkKey?.(subject) !== undefined) return undefined
       const key = storeKey(rule.name, rule.key(subject))
       if (store === inProcess) {
         const { attempts } = inProcess.hit(key, rule.decaySeconds)
-        if (attempts <= rule.max) return limitHeaders(rule, attempts)
+        if (attempts <= rule.max) return limitHeaders({ max: rule.max, remaining: rule.max - attempts })
         // Given back, so that `enforce` counting it again answers the 429 from the same count.
         inProcess.refundNow(key)
         return undefined
       }
       return Promise.resolve(store.hit(key, rule.decaySeconds)).then(async ({ attempts }) => {
-        if (attempts <= rule.max) return limitHeaders(rule, attempts)
+        if (attempts <= rule.max) return limitHeaders({ max: rule.max, remaining: rule.max - attempts })
         await store.refund(key)
         return undefined
       })
     },
-    refund: (rule, request) => store.refund(storeKey(rule.name, rule.key(request))),
+    async refund(rule, request) {
+      await store.refund(storeKey(rule.name, rule.key(request)))
+      const network = rule.networkKey?.(request)
+      if (network !== undefined) await store.refund(storeKey(networkName(rule), network))
+    },
     tooManyAttempts: refusal,
     counters: {
       hit: (name, key, decaySeconds) => store.hit(storeKey(name, key), decaySeconds),

@@ -20,6 +20,17 @@ function ipv6Groups(address: string): number[] | undefined {
   return [...head, ...new Array<number>(8 - head.length - tail.length).fill(0), ...tail]
 }
 
+/** `::ffff:a.b.c.d`: an IPv4 address as a dual-stack socket reports it. */
+const isIpv4Mapped = (groups: number[]) =>
+  groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff
+
+/** The first `count` groups of an IPv6 address and the prefix length they make, e.g. `2001:db8:1::/48`. */
+const prefixOf = (groups: number[], count: number) =>
+  `${groups
+    .slice(0, count)
+    .map((group) => group.toString(16))
+    .join(':')}::/${count * 16}`
+
 /**
  * The client address a per-address throttle counts by. One IPv6 subscriber gets a whole /64 (and
  * picks addresses in it at will), so an IPv6 address counts as its /64; an IPv4-mapped one
@@ -28,12 +39,32 @@ function ipv6Groups(address: string): number[] | undefined {
 export function throttleAddress(ip: string): string {
   const groups = ipv6Groups(ip)
   if (groups === undefined) return ip
-  const [g0, g1, g2, g3, g4, g5, g6 = 0, g7 = 0] = groups
-  if (g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0xffff) {
+  if (isIpv4Mapped(groups)) {
+    const [g6 = 0, g7 = 0] = groups.slice(6)
     return `${g6 >> 8}.${g6 & 0xff}.${g7 >> 8}.${g7 & 0xff}`
   }
-  return `${groups
-    .slice(0, 4)
-    .map((group) => group.toString(16))
-    .join(':')}::/64`
+  return prefixOf(groups, 4)
+}
+
+/**
+ * How many times a throttle's per-address limit its client's /48 may take in all: a site given a /48
+ * holds 65,536 /64s, and rotating them must not give it as many allowances. 16 leaves room for the
+ * households of an ISP's /48 (each a /56 or /64 of it) that use a route at once.
+ */
+export const NETWORK_LIMIT_MULTIPLE = 16
+
+/**
+ * The network a per-address throttle also counts an IPv6 client by: its /48 (`2001:db8:1::/48`),
+ * the largest allocation one site is normally given (RFC 6177). Undefined for IPv4 (mapped or not),
+ * which counts by its address alone.
+ */
+export function throttleNetwork(ip: string): string | undefined {
+  const groups = ipv6Groups(ip)
+  return groups === undefined || isIpv4Mapped(groups) ? undefined : prefixOf(groups, 3)
+}
+
+/** `make(network)` for an IPv6 client's /48, undefined for IPv4: a per-address rule's network key. */
+export function keyByNetwork(ip: string, make: (network: string) => string): string | undefined {
+  const network = throttleNetwork(ip)
+  return network === undefined ? undefined : make(network)
 }

@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from '../../config.ts'
 import { commonErrorResponses, Paginated } from '../../lib/http-schemas.ts'
-import { throttleAddress } from '../../lib/rate-limit/address.ts'
+import { keyByNetwork, throttleAddress } from '../../lib/rate-limit/address.ts'
 import { sendEventStream } from '../../lib/sse.ts'
 import { signedInUser, type ThrottleRule } from '../../plugins/guards.ts'
 import { AGENTS, AgentBody, AgentStream, AnalysisEntry, AnalysisQuery } from './ai.schemas.ts'
@@ -14,6 +14,8 @@ const aiThrottle: ThrottleRule = {
   max: 60,
   decaySeconds: 60,
   key: (request) => (request.user ? `user:${request.user.id}` : `ip:${throttleAddress(request.ip)}`),
+  networkKey: (request) =>
+    request.user ? undefined : keyByNetwork(request.ip, (network) => `ip:${network}`),
 }
 
 /** The three assistant agents over SSE, the chat analysis job, and `GET /api/analysis`. */

@@ -2,11 +2,13 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
 import { commonErrorResponses, LoginLockoutResponse } from '../../lib/http-schemas.ts'
-import { throttleAddress } from '../../lib/rate-limit/address.ts'
+import { keyByNetwork, throttleAddress, throttleNetwork } from '../../lib/rate-limit/address.ts'
 import { bodyText } from '../../lib/validation.ts'
-import { signedInUser, type ThrottleRule } from '../../plugins/guards.ts'
+import { signedInUser, type ThrottleRule, type ThrottleSubject } from '../../plugins/guards.ts'
 import { UserResponse } from '../users/users.schemas.ts'
 import { LoginBody, LoginResponse, RegisterBody } from './auth.schemas.ts'
+
+const loginEmail = (request: ThrottleSubject) => bodyText(request.body, 'email').toLowerCase()
 
 // Fortify's `login` limiter: 5 a minute per lower(email)|ip, counting every attempt.
 const loginThrottle: ThrottleRule = {
@@ -14,7 +16,8 @@ const loginThrottle: ThrottleRule = {
   max: 5,
   decaySeconds: 60,
   // Read before validation: a crafted email (an object, say) counts as none and goes on to its 422.
-  key: (request) => `${bodyText(request.body, 'email').toLowerCase()}|${throttleAddress(request.ip)}`,
+  key: (request) => `${loginEmail(request)}|${throttleAddress(request.ip)}`,
+  networkKey: (request) => keyByNetwork(request.ip, (network) => `${loginEmail(request)}|${network}`),
 }
 
 // Password spraying: one address trying a few passwords on many emails. Counted per address once the
@@ -24,6 +27,7 @@ const loginFailuresThrottle: ThrottleRule = {
   max: 50,
   decaySeconds: 600,
   key: (request) => throttleAddress(request.ip),
+  networkKey: (request) => throttleNetwork(request.ip),
 }
 
 // Every attempt counts, per address: 30 accounts in 10 minutes is more than any office signs up.
@@ -32,6 +36,7 @@ const registerThrottle: ThrottleRule = {
   max: 30,
   decaySeconds: 600,
   key: (request) => throttleAddress(request.ip),
+  networkKey: (request) => throttleNetwork(request.ip),
 }
 
 // Each call without a session stores a new one: per address, far above what browsers behind one
@@ -41,6 +46,7 @@ const guestSessionThrottle: ThrottleRule = {
   max: 1500,
   decaySeconds: 600,
   key: (request) => throttleAddress(request.ip),
+  networkKey: (request) => throttleNetwork(request.ip),
 }
 
 const NoContent = { 204: Type.Null({ description: 'No Content' }) }

@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { forbidden } from '../../lib/errors.ts'
 import { commonErrorResponses, MessageResponse } from '../../lib/http-schemas.ts'
-import { throttleAddress } from '../../lib/rate-limit/address.ts'
+import { throttleAddress, throttleNetwork } from '../../lib/rate-limit/address.ts'
 import { signedInUser, type ThrottleRule } from '../../plugins/guards.ts'
 import { VerifyEmailQuery } from './email-verification.schemas.ts'
 
@@ -12,6 +12,7 @@ const resendThrottle: ThrottleRule = {
   max: 6,
   decaySeconds: 60,
   key: (request) => (request.user ? String(request.user.id) : throttleAddress(request.ip)),
+  networkKey: (request) => (request.user ? undefined : throttleNetwork(request.ip)),
 }
 
 /** The signed verification link and its resend, under the spec's paths. */

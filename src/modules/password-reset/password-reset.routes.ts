@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { commonErrorResponses, MessageResponse } from '../../lib/http-schemas.ts'
 import { createPeriodicTask } from '../../lib/periodic.ts'
-import { throttleAddress } from '../../lib/rate-limit/address.ts'
+import { throttleAddress, throttleNetwork } from '../../lib/rate-limit/address.ts'
 import { bodyText } from '../../lib/validation.ts'
 import type { ThrottleRule } from '../../plugins/guards.ts'
 import { ForgotPasswordBody, ResetPasswordBody } from './password-reset.schemas.ts'
@@ -25,6 +25,7 @@ const forgotPerClientThrottle: ThrottleRule = {
   max: 20,
   decaySeconds: 3600,
   key: (request) => throttleAddress(request.ip),
+  networkKey: (request) => throttleNetwork(request.ip),
 }
 
 /** How often unusable reset tokens (expired, or of no account) are deleted, and once at start. */

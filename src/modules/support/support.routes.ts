@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { commonErrorResponses, MessageResponse } from '../../lib/http-schemas.ts'
-import { throttleAddress } from '../../lib/rate-limit/address.ts'
+import { throttleAddress, throttleNetwork } from '../../lib/rate-limit/address.ts'
 import { signedInUser, type ThrottleRule } from '../../plugins/guards.ts'
 import { ContactFormBody, ReportIssueBody, SupportRequestBody } from './support.schemas.ts'
 import type { Origin } from './support.service.ts'
@@ -13,6 +13,7 @@ const contactThrottle: ThrottleRule = {
   max: 5,
   decaySeconds: 60,
   key: (request) => throttleAddress(request.ip),
+  networkKey: (request) => throttleNetwork(request.ip),
 }
 const ticketThrottle: ThrottleRule = {
   name: 'support-tickets',

@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { commonErrorResponses } from '../../lib/http-schemas.ts'
-import { throttleAddress } from '../../lib/rate-limit/address.ts'
+import { keyByNetwork, throttleAddress } from '../../lib/rate-limit/address.ts'
 import { signedInUser, type ThrottleRule } from '../../plugins/guards.ts'
 import { currentPasswordThrottle } from '../users/users.throttles.ts'
 import { createTwoFactorLockout } from './two-factor.lockout.ts'
@@ -28,6 +28,8 @@ const challengeThrottle: ThrottleRule = {
     if (pending) return `user:${pending.userId}:${pending.credentials?.slice(0, 16) ?? ''}`
     return request.session ? `session:${request.session.row.id}` : `ip:${throttleAddress(request.ip)}`
   },
+  networkKey: (request) =>
+    request.session ? undefined : keyByNetwork(request.ip, (network) => `ip:${network}`),
 }
 
 /** Two-factor authentication: Fortify's management routes under /api/user, and the login challenge. */
