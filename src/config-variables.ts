@@ -453,7 +453,7 @@ const upstream = area('Upstream, proxy and cache', {
   PROXY_READS_PER_MINUTE: number(POSITIVE_7, {
     fallback: 600,
     description:
-      'Proxied upstream reads one user may make a minute (cached or not), `POST /api/market-balance` included.',
+      "Proxied upstream reads one user may make a minute (cached or not), `POST /api/market-balance` and the AI assistants' tool calls included.",
   }),
   PROXY_WRITES_PER_MINUTE: number(POSITIVE_7, {
     fallback: 60,

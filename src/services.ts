@@ -43,6 +43,7 @@ import { createBrowserSessionsService } from './modules/profile/browser-sessions
 import { createProfilePhotosService } from './modules/profile/photos/profile-photos.service.ts'
 import { createProfileService } from './modules/profile/profile.service.ts'
 import { createProxyService } from './modules/proxy/proxy.service.ts'
+import { upstreamBudget } from './modules/proxy/proxy-route.ts'
 import { endChannelAccessWithItsReason } from './modules/realtime/access-ends.ts'
 import { broadcastChatEvents, notifyHoldChanges } from './modules/realtime/broadcasts.ts'
 import { createChannelRules } from './modules/realtime/channels.ts'
@@ -111,6 +112,8 @@ function assembleServices(app: FastifyInstance, config: Config, catalog: Billing
   const meter =
     model.name === OFFLINE_MODEL_ID ? unmetered : createFeatureMeter({ ledger, catalog, log: aiLog })
   const analysis = createAnalysisService({ db, appUrl: config.appUrl })
+  // The AI tools read through the proxy as the API does, spending the same per-user allowance.
+  const toolProxy = proxyCaller(proxy, upstreamBudget(app))
 
   const chatDeps: ChatDeps = {
     db,
@@ -212,8 +215,8 @@ function assembleServices(app: FastifyInstance, config: Config, catalog: Billing
       toolbox: createToolbox(
         [
           ...knowledgeBaseTools(core.knowledgeBase),
-          ...accountTools(proxyCaller(proxy), activities, analysis.latest),
-          ...marketTools(proxyCaller(proxy)),
+          ...accountTools(toolProxy, activities, analysis.latest),
+          ...marketTools(toolProxy),
         ],
         aiLog,
       ),

@@ -16,7 +16,8 @@ declare module 'fastify' {
     upstream: UpstreamClient
     /**
      * The per-user limit on proxied reads (PROXY_READS_PER_MINUTE), so that one session cannot spend
-     * the upstream quota every user shares by varying ids, symbols and pages past the cache.
+     * the upstream quota every user shares by varying ids, symbols and pages past the cache. The AI
+     * tools' proxied reads spend it too.
      */
     upstreamReadThrottle: ThrottleRule
     /**

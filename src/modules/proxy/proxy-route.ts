@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { type TObject, type TSchema, Type } from 'typebox'
-import { type AuthGuard, signedInUser } from '../../plugins/guards.ts'
+import type { UserRow } from '../../db/schema/index.ts'
+import { type AuthGuard, signedInUser, type ThrottleRule } from '../../plugins/guards.ts'
 import { CACHE_STATUS_HIT } from './cache-status.ts'
 import {
   MAX_FREE_BODY_BYTES,
@@ -58,7 +59,7 @@ export function registerProxyRoutes(
       // Every call counts against the user's share of the upstream quota: reads cached or not.
       config: {
         auth: route.auth ?? 'session',
-        throttle: budgetOf(route) === 'reads' ? app.upstreamReadThrottle : app.upstreamWriteThrottle,
+        throttle: budgetThrottle(app, route),
       },
       schema: {
         tags: route.tags,
@@ -85,6 +86,22 @@ export function registerProxyRoutes(
 }
 
 const budgetOf = (route: ProxyRoute) => route.budget ?? (route.method === 'GET' ? 'reads' : 'writes')
+
+/** The throttle of the caller's upstream allowance a route spends: its reads' or its writes'. */
+const budgetThrottle = (app: FastifyInstance, route: ProxyRoute): ThrottleRule =>
+  budgetOf(route) === 'reads' ? app.upstreamReadThrottle : app.upstreamWriteThrottle
+
+/**
+ * Spends one call of `user`'s upstream allowance on `route` outside the route (the AI tools' calls),
+ * in the same window as the route's own throttle counts: past it, the rate limiter's 429.
+ */
+export type UpstreamBudget = (route: ProxyRoute, user: UserRow) => Promise<void> | undefined
+
+/** The budget on the rate limiter: the routes' own rules, keyed by the user alone (no address or body). */
+export function upstreamBudget(app: FastifyInstance): UpstreamBudget {
+  return (route, user) =>
+    app.rateLimiter.enforce(budgetThrottle(app, route), { user, session: null, ip: '', body: undefined })
+}
 
 const WARM_HEADERS = [
   ['x-cache', 'HIT'],

@@ -25,7 +25,16 @@ export function accountOf(context: ToolContext): UserRow {
   return context.user
 }
 
-/** A refusal the model may read and repeat (not signed in, not found): not a failure of the tool. */
-export class ToolRefusal extends Error {}
+/**
+ * A refusal the model may read and repeat (not signed in, not found, the budget spent): not a
+ * failure of the tool. `details` go to the model beside the message (`retry_after`).
+ */
+export class ToolRefusal extends Error {
+  readonly details: Record<string, unknown>
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super(message)
+    this.details = details
+  }
+}
 
 export const define = <Input>(definition: ToolDefinition<Input>) => definition as unknown as ToolDefinition

@@ -72,7 +72,7 @@ export function createToolbox(definitions: readonly ToolDefinition[], log: ToolL
         try {
           return bounded(await definition.run(input, context))
         } catch (error) {
-          if (error instanceof ToolRefusal) return { error: error.message }
+          if (error instanceof ToolRefusal) return { error: error.message, ...error.details }
           ok = false
           log.warn({ err: error, tool: definition.name }, 'AI tool failed')
           return {
