@@ -2,6 +2,8 @@ import type { Config } from './config.ts'
 import type { Db } from './db/client.ts'
 import type { Clock } from './lib/clock.ts'
 import type { EventBus } from './lib/events.ts'
+import { createHoldsService } from './modules/credits/holds/holds.service.ts'
+import { createLedgerService } from './modules/credits/ledger.service.ts'
 import { createKnowledgeBaseService } from './modules/knowledge-base/knowledge-base.service.ts'
 import { createTwoFactorService } from './modules/two-factor/two-factor.service.ts'
 import { createUsersService } from './modules/users/users.service.ts'
@@ -17,13 +19,25 @@ export interface CoreInfrastructure {
 
 /**
  * The services every process builds the same way, the CLI's included: the users service and what
- * hangs on it alone. One instance each; a transaction's view of one is `service.within(tx)`.
+ * hangs on it alone, and the credits ledger with its holds. One instance each; a transaction's view
+ * of one is `service.within(tx)`, or a `tx` argument.
  */
 export function buildCoreServices({ config, db, clock, events }: CoreInfrastructure) {
   const users = createUsersService({ db, clock, events })
+  const ledger = createLedgerService({ db, clock, queueWaitMs: config.databaseTimeouts.lockMs })
+  const holds = createHoldsService({
+    db,
+    clock,
+    events,
+    ledger,
+    holdDefault: config.credits.holdDefault,
+    holdTtlHours: config.credits.holdTtlHours,
+  })
   return {
     users,
     twoFactor: createTwoFactorService({ users, clock, appKey: config.appKey }),
     knowledgeBase: createKnowledgeBaseService({ db, clock }),
+    ledger,
+    holds,
   }
 }

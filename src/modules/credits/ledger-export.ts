@@ -30,6 +30,7 @@ export const LEDGER_EXPORT_COLUMNS = [
   'feature_id',
   'ai_call_id',
   'admin_id',
+  'import_id',
 ] as const
 type Column = (typeof LEDGER_EXPORT_COLUMNS)[number]
 export type LedgerExportRecord = Record<Column, string | number | null>
@@ -43,6 +44,7 @@ const REFERENCE_COLUMN: Record<string, Column> = {
   dispute_returned: 'dispute_id',
   package: 'package_id',
   feature_use: 'feature_id',
+  opening_balance: 'import_id',
 }
 
 /** One ledger row as the export writes it: ids as integers, amounts as exact decimal strings. */
@@ -67,6 +69,7 @@ export function toExportRecord(row: LedgerExportRow): LedgerExportRecord {
     feature_id: null,
     ai_call_id: row.aiCallId,
     admin_id: row.adminId,
+    import_id: null,
   }
   const column = REFERENCE_COLUMN[row.kind]
   // A purchase row without purchase_id (credited before purchases were recorded) names its
