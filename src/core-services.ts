@@ -5,6 +5,7 @@ import type { EventBus } from './lib/events.ts'
 import { createHoldsService } from './modules/credits/holds/holds.service.ts'
 import { createLedgerService } from './modules/credits/ledger.service.ts'
 import { createKnowledgeBaseService } from './modules/knowledge-base/knowledge-base.service.ts'
+import { createCreditsImportService } from './modules/laravel-import/credits-import.service.ts'
 import { createTwoFactorService } from './modules/two-factor/two-factor.service.ts'
 import { createUsersService } from './modules/users/users.service.ts'
 import type { ServiceEvents } from './plugins/events.ts'
@@ -39,5 +40,13 @@ export function buildCoreServices({ config, db, clock, events }: CoreInfrastruct
     knowledgeBase: createKnowledgeBaseService({ db, clock }),
     ledger,
     holds,
+    laravelCredits: createCreditsImportService({
+      db,
+      clock,
+      users,
+      ledger,
+      holds,
+      holdTtlHours: config.credits.holdTtlHours,
+    }),
   }
 }
