@@ -5,10 +5,12 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { createTestClock } from '../../../test/helpers/clock.ts'
 import { eventuallyPasses } from '../../../test/helpers/passes.ts'
 import type { Clock } from '../clock.ts'
-import { type Cache, type CacheDriver, createCache, REVALIDATING } from './cache.ts'
+import { type Cache, createCache } from './cache.ts'
+import type { CacheDriver } from './driver.ts'
 import { createFailoverCacheDriver } from './failover.ts'
 import { createMemoryCacheDriver } from './memory.ts'
 import { createRedisCacheDriver } from './redis.ts'
+import { REVALIDATING } from './remembered.ts'
 
 const redisUrl = process.env.TEST_REDIS_URL
 const redisClients: Redis[] = []

@@ -1,5 +1,5 @@
 import type { RedisAvailability } from '../redis/health.ts'
-import type { CacheDriver } from './cache.ts'
+import type { CacheDriver } from './driver.ts'
 
 // Tags invalidated while Redis was away, replayed on its return; past this many, the oldest go (their
 // entries in Redis then live out their TTL).

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache'
 import { type Clock, systemClock } from '../clock.ts'
-import type { CacheDriver } from './cache.ts'
+import type { CacheDriver } from './driver.ts'
 
 interface Entry {
   value: string

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import { defineScript } from '../redis/script.ts'
 import { type ChannelSubscription, subscribeToChannel } from '../redis/subscription.ts'
-import type { CacheDriver } from './cache.ts'
+import type { CacheDriver } from './driver.ts'
 
 // KEYS: entry, tag sets (n), tag versions (n). ARGV: value, keeping time ms (TTL + stale), n, then the n versions seen
 // before the value was computed ('' = unknown: store anyway). A version that moved means a tag was

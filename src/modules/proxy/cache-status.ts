@@ -1,4 +1,4 @@
-import { REVALIDATING, type Remembered } from '../../lib/cache/cache.ts'
+import { REVALIDATING, type Remembered } from '../../lib/cache/remembered.ts'
 import { UpstreamError } from '../../lib/upstream/client.ts'
 
 /** This cache's name in Cache-Status (RFC 9211); a cache in front (a CDN) adds its own member after it. */
