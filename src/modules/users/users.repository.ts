@@ -1,4 +1,4 @@
-import { and, eq, gt, isNotNull, isNull, lt, or, sql } from 'drizzle-orm'
+import { and, eq, gt, inArray, isNotNull, isNull, lt, or, sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { isUniqueViolation } from '../../db/failures.ts'
 import { BCRYPT_COST, IS_BCRYPT, type NewUserRow, type UserRow, users } from '../../db/schema/index.ts'
@@ -30,6 +30,22 @@ export function createUsersRepository({ db, events }: { db: Db; events: EventBus
     async insert(values: NewUserRow): Promise<UserRow | undefined> {
       const [row] = await db.insert(users).values(values).onConflictDoNothing().returning()
       return row
+    },
+
+    /** Inserts many users in one statement; those whose email is taken are left out of the answer. */
+    async insertMany(values: NewUserRow[]): Promise<UserRow[]> {
+      return db.insert(users).values(values).onConflictDoNothing().returning()
+    },
+
+    /** Of these emails, those a user has (any case), lower-cased. */
+    async takenEmails(emails: string[]): Promise<Set<string>> {
+      if (emails.length === 0) return new Set()
+      const lowered = [...new Set(emails.map((email) => email.toLowerCase()))]
+      const rows = await db
+        .select({ email: sql<string>`lower(${users.email})` })
+        .from(users)
+        .where(inArray(sql`lower(${users.email})`, lowered))
+      return new Set(rows.map((row) => row.email))
     },
 
     /**
