@@ -3,6 +3,7 @@ import type { Db } from './db/client.ts'
 import type { Clock } from './lib/clock.ts'
 import type { EventBus } from './lib/events.ts'
 import { createKnowledgeBaseService } from './modules/knowledge-base/knowledge-base.service.ts'
+import { createLaravelImportService } from './modules/laravel-import/laravel-import.service.ts'
 import { createTwoFactorService } from './modules/two-factor/two-factor.service.ts'
 import { createUsersService } from './modules/users/users.service.ts'
 import type { ServiceEvents } from './plugins/events.ts'
@@ -16,14 +17,24 @@ export interface CoreInfrastructure {
 }
 
 /**
- * The services every process builds the same way, the CLI's included: the users service and what
- * hangs on it alone. One instance each; a transaction's view of one is `service.within(tx)`.
+ * The services every process builds the same way, the CLI's included: the users service, what hangs
+ * on it alone, and the Laravel import (a CLI command) that writes through them. One instance each;
+ * a transaction's view of one is `service.within(tx)`.
  */
 export function buildCoreServices({ config, db, clock, events }: CoreInfrastructure) {
   const users = createUsersService({ db, clock, events })
+  const twoFactor = createTwoFactorService({ users, clock, appKey: config.appKey })
   return {
     users,
-    twoFactor: createTwoFactorService({ users, clock, appKey: config.appKey }),
+    twoFactor,
     knowledgeBase: createKnowledgeBaseService({ db, clock }),
+    laravelImport: createLaravelImportService({
+      db,
+      clock,
+      users,
+      twoFactor,
+      appKey: config.appKey,
+      sessionLifetimeMinutes: config.session.lifetimeMinutes,
+    }),
   }
 }

@@ -1,0 +1,37 @@
+import { inArray, sql } from 'drizzle-orm'
+import type { Db } from '../../db/client.ts'
+import { laravelImportedUsers } from '../../db/schema/index.ts'
+
+// Any fixed number: two imports running at once take turns, batch by batch.
+const IMPORT_LOCK = 727_039
+
+export interface ImportedUserLink {
+  oldId: number
+  userId: number
+  rememberTokenDigest: string | null
+  legacyPasswordHash: string | null
+}
+
+/** laravel_imported_users: which of the original's users were brought across, by their id there. */
+export function createLaravelImportRepository({ db }: { db: Db }) {
+  return {
+    /** Takes the import's lock until the caller's transaction ends. */
+    async lock(): Promise<void> {
+      await db.execute(sql`select pg_advisory_xact_lock(${IMPORT_LOCK})`)
+    },
+
+    /** Our user ids of these old ids, for those imported. */
+    async userIdsFor(oldIds: number[]): Promise<Map<number, number>> {
+      if (oldIds.length === 0) return new Map()
+      const rows = await db
+        .select({ oldId: laravelImportedUsers.oldId, userId: laravelImportedUsers.userId })
+        .from(laravelImportedUsers)
+        .where(inArray(laravelImportedUsers.oldId, oldIds))
+      return new Map(rows.map((row) => [row.oldId, row.userId]))
+    },
+
+    async insert(links: ImportedUserLink[]): Promise<void> {
+      if (links.length > 0) await db.insert(laravelImportedUsers).values(links)
+    },
+  }
+}
