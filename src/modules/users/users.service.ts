@@ -224,9 +224,9 @@ function usersOver({ db, clock, events }: UsersDeps) {
     /**
      * Inserts users brought from another system, with the rules of `create` (name trimmed, email
      * trimmed and lower-cased) and their own hash and dates; an email an account already has (any
-     * case) is left out. Answers the inserted rows.
+     * case) is left out. Answers the inserted users' ids and (stored) emails.
      */
-    importMany(inputs: ImportedUser[]): Promise<UserRow[]> {
+    importMany(inputs: ImportedUser[]): Promise<Array<{ id: number; email: string }>> {
       if (inputs.length === 0) return Promise.resolve([])
       return repo.insertMany(
         inputs.map(({ passwordHash, ...input }) => ({
