@@ -8,6 +8,7 @@ import { ValidationError } from './lib/errors.ts'
 import { speedUpDrizzleImports } from './lib/fast-imports.ts'
 import { compileValidator, type FieldErrors } from './lib/validation.ts'
 import { RegisterBody } from './modules/auth/auth.schemas.ts'
+import type { CreditsFile } from './modules/laravel-import/credit-file.ts'
 import { presentUser } from './modules/users/users.presenters.ts'
 
 // Admin CLI: `npm run cli -- <command>`. Each command answers its process exit code.
@@ -41,6 +42,10 @@ Commands:
                                            with --sessions, its live sessions across; --from mysql://, mariadb://,
                                            postgres:// or sqlite:<path>; keys default to LARAVEL_APP_KEY and
                                            LARAVEL_PREVIOUS_KEYS (docs/migrating-from-laravel.md)
+  import:laravel-credits [--balances <file>] [--holds <file>] [--dry-run]
+                                           bring balances and open holds across from the Laravel original's CSV
+                                           exports (run after its users are imported); exit 2 when some lines
+                                           were not imported, each printed with its reason
 `
 
 const checkRegistration = compileValidator(RegisterBody)
@@ -298,6 +303,59 @@ async function importLaravel(args: string[]): Promise<number> {
   }
 }
 
+/**
+ * Credits from the Laravel original's CSV exports (docs/credits.md, "Credits from the Laravel
+ * original"): the summary on stdout, each line not imported on stderr; exit 2 when there are any.
+ */
+async function importLaravelCredits(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    strict: true,
+    allowPositionals: false,
+    options: {
+      balances: { type: 'string' },
+      holds: { type: 'string' },
+      'dry-run': { type: 'boolean', default: false },
+    },
+  })
+  if (values.balances === undefined && values.holds === undefined) {
+    return printProblems({
+      balances: ['Name a balances file (--balances), a holds file (--holds), or both.'],
+    })
+  }
+  const { CreditsFileError, readCreditsFile } = await import('./modules/laravel-import/credit-file.ts')
+  const { formatCreditsImportReport } = await import('./modules/laravel-import/credits-import.report.ts')
+  const files: { balances?: CreditsFile; holds?: CreditsFile } = {}
+  for (const which of ['balances', 'holds'] as const) {
+    const path = values[which]
+    if (path === undefined) continue
+    try {
+      files[which] = await readCreditsFile(path)
+    } catch (error) {
+      return printProblems({
+        [which]: [`${path} cannot be read (${(error as { code?: string }).code ?? error}).`],
+      })
+    }
+  }
+  const config = loadConfig()
+  const database = await openDatabase(config)
+  try {
+    await database.migrate()
+    const { laravelCredits } = await coreServices(config, database)
+    const report = await laravelCredits.run({ ...files, dryRun: values['dry-run'] })
+    const { summary, problems } = formatCreditsImportReport(report, describeDatabase(config))
+    process.stdout.write(summary)
+    process.stderr.write(problems)
+    return report.problems.length > 0 ? 2 : 0
+  } catch (error) {
+    if (!(error instanceof CreditsFileError)) throw error
+    console.error(`${error.message}\nNothing was imported.`)
+    return 1
+  } finally {
+    await database.close()
+  }
+}
+
 function isParseArgsError(error: unknown): error is Error {
   return error instanceof Error && String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS_')
 }
@@ -312,6 +370,7 @@ const commands: Record<string, (args: string[]) => Promise<number>> = {
   'ledger:export': ledgerExport,
   'ledger:audit': ledgerAudit,
   'import:laravel': importLaravel,
+  'import:laravel-credits': importLaravelCredits,
 }
 
 async function main([command, ...args]: string[]): Promise<number> {

@@ -2,7 +2,10 @@ import type { Config } from './config.ts'
 import type { Db } from './db/client.ts'
 import type { Clock } from './lib/clock.ts'
 import type { EventBus } from './lib/events.ts'
+import { createHoldsService } from './modules/credits/holds/holds.service.ts'
+import { createLedgerService } from './modules/credits/ledger.service.ts'
 import { createKnowledgeBaseService } from './modules/knowledge-base/knowledge-base.service.ts'
+import { createCreditsImportService } from './modules/laravel-import/credits-import.service.ts'
 import { createLaravelImportService } from './modules/laravel-import/laravel-import.service.ts'
 import { createTwoFactorService } from './modules/two-factor/two-factor.service.ts'
 import { createUsersService } from './modules/users/users.service.ts'
@@ -17,17 +20,29 @@ export interface CoreInfrastructure {
 }
 
 /**
- * The services every process builds the same way, the CLI's included: the users service, what hangs
- * on it alone, and the Laravel import (a CLI command) that writes through them. One instance each;
- * a transaction's view of one is `service.within(tx)`.
+ * The services every process builds the same way, the CLI's included: the users service and what
+ * hangs on it alone, the credits ledger with its holds, and the Laravel imports (CLI commands) that
+ * write through them. One instance each; a transaction's view of one is `service.within(tx)`, or a
+ * `tx` argument.
  */
 export function buildCoreServices({ config, db, clock, events }: CoreInfrastructure) {
   const users = createUsersService({ db, clock, events })
   const twoFactor = createTwoFactorService({ users, clock, appKey: config.appKey })
+  const ledger = createLedgerService({ db, clock, queueWaitMs: config.databaseTimeouts.lockMs })
+  const holds = createHoldsService({
+    db,
+    clock,
+    events,
+    ledger,
+    holdDefault: config.credits.holdDefault,
+    holdTtlHours: config.credits.holdTtlHours,
+  })
   return {
     users,
     twoFactor,
     knowledgeBase: createKnowledgeBaseService({ db, clock }),
+    ledger,
+    holds,
     laravelImport: createLaravelImportService({
       db,
       clock,
@@ -35,6 +50,14 @@ export function buildCoreServices({ config, db, clock, events }: CoreInfrastruct
       twoFactor,
       appKey: config.appKey,
       sessionLifetimeMinutes: config.session.lifetimeMinutes,
+    }),
+    laravelCredits: createCreditsImportService({
+      db,
+      clock,
+      users,
+      ledger,
+      holds,
+      holdTtlHours: config.credits.holdTtlHours,
     }),
   }
 }

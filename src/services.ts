@@ -32,8 +32,6 @@ import { createPeopleService } from './modules/chat/people/people.service.ts'
 import { type BillingCatalog, loadBillingCatalog } from './modules/credits/billing.catalog.ts'
 import { createFeatureMeter } from './modules/credits/feature-meter.ts'
 import { countHoldTransitions } from './modules/credits/holds/holds.metrics.ts'
-import { createHoldsService } from './modules/credits/holds/holds.service.ts'
-import { createLedgerService } from './modules/credits/ledger.service.ts'
 import { countPaymentWebhooks } from './modules/credits/purchases/purchases.metrics.ts'
 import { createPurchasesService } from './modules/credits/purchases/purchases.service.ts'
 import { createStripeGateway } from './modules/credits/purchases/stripe.client.ts'
@@ -81,20 +79,11 @@ export function buildServices(
 function assembleServices(app: FastifyInstance, config: Config, catalog: BillingCatalog) {
   const { db, clock, events } = app
   const core = buildCoreServices({ config, db, clock, events })
-  const { users } = core
+  const { users, ledger, holds } = core
   const queueMail = app.mailer.queue.bind(app.mailer)
 
   const verification = createEmailVerificationService({ config, clock, mailer: app.mailer, users })
   const photos = createProfilePhotosService({ users, storage: app.storage, log: app.log })
-  const ledger = createLedgerService({ db, clock, queueWaitMs: config.databaseTimeouts.lockMs })
-  const holds = createHoldsService({
-    db,
-    clock,
-    events,
-    ledger,
-    holdDefault: config.credits.holdDefault,
-    holdTtlHours: config.credits.holdTtlHours,
-  })
   const proxy = createProxyService({
     upstream: app.upstream,
     cache: app.cache,
@@ -187,8 +176,6 @@ function assembleServices(app: FastifyInstance, config: Config, catalog: Billing
     userData: createUserDataService({ db, clock }),
     proxy,
     activities,
-    ledger,
-    holds,
     purchases: createPurchasesService({
       db,
       clock,

@@ -131,6 +131,10 @@ export const creditTransactions = pgTable(
     uniqueIndex('credit_transactions_purchase_reference_unique')
       .on(t.reference)
       .where(sql`${t.kind} = 'purchase'`),
+    // One opening balance per user, whichever import file names them (docs/credits.md).
+    uniqueIndex('credit_transactions_opening_balance_unique')
+      .on(t.userId)
+      .where(sql`${t.kind} = 'opening_balance'`),
   ],
 )
 

@@ -1,4 +1,5 @@
 import { bigint, pgTable, text, timestamp, uniqueIndex, varchar } from 'drizzle-orm/pg-core'
+import { creditHolds } from './credits.ts'
 import { users } from './users.ts'
 
 /**
@@ -24,3 +25,20 @@ export const laravelImportedUsers = pgTable(
 )
 
 export type LaravelImportedUserRow = typeof laravelImportedUsers.$inferSelect
+
+/**
+ * Holds brought across from the Laravel original by `import:laravel-credits`: which file each came
+ * from (importing it again finds them and changes nothing) and when the original created it (the
+ * hold itself counts as created at the import, so its expiry runs from there: docs/credits.md).
+ */
+export const laravelImportedHolds = pgTable('laravel_imported_holds', {
+  holdId: bigint('hold_id', { mode: 'number' })
+    .primaryKey()
+    .references(() => creditHolds.id, { onDelete: 'cascade' }),
+  /** `laravel-import:` and the first 12 hex digits of the holds file's SHA-256. */
+  reference: varchar('reference', { length: 191 }).notNull(),
+  originalCreatedAt: timestamp('original_created_at', { withTimezone: true, precision: 6 }).notNull(),
+  importedAt: timestamp('imported_at', { withTimezone: true, precision: 6 }).notNull(),
+})
+
+export type LaravelImportedHoldRow = typeof laravelImportedHolds.$inferSelect

@@ -188,7 +188,15 @@ describe('cli ledger:export', () => {
       hold_id: '',
       order_id: '',
     }
-    const empty = { ...none, refund_id: '', dispute_id: '', package_id: '', feature_id: '', ai_call_id: '' }
+    const empty = {
+      ...none,
+      refund_id: '',
+      dispute_id: '',
+      package_id: '',
+      feature_id: '',
+      ai_call_id: '',
+      import_id: '',
+    }
     const { trader, other, admin } = users
     expect(csvObjects(result.stdout)).toEqual([
       {
@@ -344,6 +352,7 @@ describe('cli ledger:export', () => {
       feature_id: null,
       ai_call_id: null,
       admin_id: null,
+      import_id: null,
     })
   })
 

@@ -1,5 +1,6 @@
 import { once } from 'node:events'
 import type { Writable } from 'node:stream'
+import { type Instant, parseTimestamp, validDate } from '../../lib/instant.ts'
 import type { FieldErrors } from '../../lib/validation.ts'
 import type { LedgerExportFilter, LedgerExportRow } from './ledger-export.repository.ts'
 
@@ -29,6 +30,7 @@ export const LEDGER_EXPORT_COLUMNS = [
   'feature_id',
   'ai_call_id',
   'admin_id',
+  'import_id',
 ] as const
 type Column = (typeof LEDGER_EXPORT_COLUMNS)[number]
 export type LedgerExportRecord = Record<Column, string | number | null>
@@ -42,6 +44,7 @@ const REFERENCE_COLUMN: Record<string, Column> = {
   dispute_returned: 'dispute_id',
   package: 'package_id',
   feature_use: 'feature_id',
+  opening_balance: 'import_id',
 }
 
 /** One ledger row as the export writes it: ids as integers, amounts as exact decimal strings. */
@@ -66,6 +69,7 @@ export function toExportRecord(row: LedgerExportRow): LedgerExportRecord {
     feature_id: null,
     ai_call_id: row.aiCallId,
     admin_id: row.adminId,
+    import_id: null,
   }
   const column = REFERENCE_COLUMN[row.kind]
   // A purchase row without purchase_id (credited before purchases were recorded) names its
@@ -137,26 +141,6 @@ export interface LedgerExportOptions {
   format?: string
 }
 
-const DATE = /^(\d{4})-(\d{2})-(\d{2})$/
-// A date and a time, `T` or a space between, seconds and up to 6 decimals optional, UTC unless an offset says.
-const TIMESTAMP =
-  /^(\d{4}-\d{2}-\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?(Z|[+-]\d{2}:?\d{2})?$/i
-
-const validDate = (date: string): boolean => {
-  const match = DATE.exec(date)
-  if (!match) return false
-  const [year, month, day] = match.slice(1).map(Number) as [number, number, number]
-  const parsed = new Date(Date.UTC(year, month - 1, day))
-  return parsed.getUTCFullYear() === year && parsed.getUTCMonth() === month - 1 && parsed.getUTCDate() === day
-}
-
-interface Instant {
-  /** For PostgreSQL (timestamptz), to the microsecond. */
-  iso: string
-  /** Microseconds since the epoch, to compare. */
-  micros: bigint
-}
-
 /**
  * A bound of the period: a bare date is that day's 00:00 UTC, or, as `--to` (`endOfDay`), the next
  * day's, so `--to 2026-11-30` takes in all of the 30th; a timestamp is that instant.
@@ -166,15 +150,7 @@ function parseInstant(value: string, endOfDay: boolean): Instant | null {
     const start = Date.parse(`${value}T00:00:00Z`) + (endOfDay ? 86_400_000 : 0)
     return { iso: new Date(start).toISOString(), micros: BigInt(start) * 1000n }
   }
-  const match = TIMESTAMP.exec(value)
-  if (!match) return null
-  const [, date = '', hours = '', minutes = '', seconds = '00', fraction = '', zone = 'Z'] = match
-  if (!validDate(date) || Number(hours) > 23 || Number(minutes) > 59 || Number(seconds) > 59) return null
-  const offset = zone.toUpperCase() === 'Z' ? 'Z' : `${zone.slice(0, 3)}:${zone.slice(-2)}`
-  const millis = Date.parse(`${date}T${hours}:${minutes}:${seconds}${offset}`)
-  if (Number.isNaN(millis)) return null
-  const micros = BigInt(millis) * 1000n + BigInt(fraction.padEnd(6, '0'))
-  return { iso: `${date}T${hours}:${minutes}:${seconds}.${fraction.padEnd(6, '0')}${offset}`, micros }
+  return parseTimestamp(value)
 }
 
 /** The filter and format of `ledger:export`'s options, or what is wrong with them (Laravel's words). */

@@ -26,6 +26,8 @@ export type LedgerKind =
   | 'dispute_withheld'
   /** Withheld credits given back: the dispute was won. */
   | 'dispute_returned'
+  /** The balance a user had in the Laravel original, brought across once by `import:laravel-credits`. */
+  | 'opening_balance'
 
 export interface NewLedgerRow {
   userId: number
@@ -112,6 +114,36 @@ export function createLedgerRepository({ db }: { db: Db }) {
         )
         .returning({ balance: creditAccounts.balance })
       return row?.balance
+    },
+
+    /**
+     * Adds `amount` to the held credits when the spendable credits (balance - held) cover it;
+     * answers the new held total, or undefined when refused (the account locked by the caller).
+     */
+    async addToHeld(userId: number, amount: string, now: Date): Promise<string | undefined> {
+      const value = numeric(amount)
+      const [row] = await db
+        .update(creditAccounts)
+        .set({ held: sql`${creditAccounts.held} + ${value}`, updatedAt: now })
+        .where(
+          and(
+            eq(creditAccounts.userId, userId),
+            sql`${creditAccounts.balance} - ${creditAccounts.held} - ${value} >= 0`,
+          ),
+        )
+        .returning({ held: creditAccounts.held })
+      return row?.held
+    },
+
+    /** The user's oldest ledger row of `kind` (the unique index makes an opening balance the only one). */
+    async firstOfKind(userId: number, kind: LedgerKind): Promise<CreditTransactionRow | undefined> {
+      const [row] = await db
+        .select()
+        .from(creditTransactions)
+        .where(and(eq(creditTransactions.userId, userId), eq(creditTransactions.kind, kind)))
+        .orderBy(creditTransactions.id)
+        .limit(1)
+      return row
     },
 
     async insertTransaction(

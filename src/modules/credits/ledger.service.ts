@@ -12,7 +12,7 @@ import { createKeyedQueue } from '../../lib/keyed-queue.ts'
 import { type LengthAwarePage, paginate } from '../../lib/laravel.ts'
 import type { CreditSummary } from '../users/users.presenters.ts'
 import { presentTransaction, type TransactionResponse } from './ledger.presenters.ts'
-import { createLedgerRepository, type NewLedgerRow } from './ledger.repository.ts'
+import { createLedgerRepository, type LedgerKind, type NewLedgerRow } from './ledger.repository.ts'
 
 export type { LedgerKind } from './ledger.repository.ts'
 
@@ -94,6 +94,14 @@ export function createLedgerService({
         }),
       )
     },
+
+    /** The user's credit account as tx (or the service's db) sees it; none before their first credit operation. */
+    account: (tx: Db, userId: number): Promise<CreditAccountRow | undefined> =>
+      createLedgerRepository({ db: tx }).findAccount(userId),
+
+    /** The user's first ledger row of `kind`, as tx sees it (an opening balance: their only one). */
+    firstOfKind: (tx: Db, userId: number, kind: LedgerKind): Promise<CreditTransactionRow | undefined> =>
+      createLedgerRepository({ db: tx }).firstOfKind(userId, kind),
 
     /** Sets the user's current package, inside tx (the account locked by withLockedAccount). */
     setCurrentPackage: (tx: Db, userId: number, packageId: string) =>

@@ -10,7 +10,7 @@ import {
   type ImportProgress,
   type ImportSummary,
 } from './import-summary.ts'
-import { createLaravelImportRepository, type ImportedUserLink } from './laravel-import.repository.ts'
+import { createImportedUsersRepository, type ImportedUserLink } from './imported-users.repository.ts'
 import type { PhotoCopier } from './photo-copy.ts'
 import { createSessionImport } from './session-import.ts'
 import { LaravelSchemaError, type LaravelSource, type LaravelUser } from './sources/laravel-source.ts'
@@ -101,7 +101,7 @@ export function createLaravelImportService(deps: LaravelImportDeps) {
 
     /** The batch's users this run may import: not imported before, readable, emails free. */
     async function candidatesOf(rows: LaravelUser[]): Promise<MappedUser[]> {
-      const imported = await createLaravelImportRepository({ db }).userIdsFor(rows.map((row) => row.id))
+      const imported = await createImportedUsersRepository({ db }).userIdsByOldIds(rows.map((row) => row.id))
       const candidates: MappedUser[] = []
       const emails = new Set<string>()
       for (const row of rows) {
@@ -160,10 +160,10 @@ export function createLaravelImportService(deps: LaravelImportDeps) {
     /** Inserts the candidates and their links in one transaction; answers the old ids inserted. */
     async function insert(candidates: MappedUser[], photoPaths: Map<number, string>) {
       return db.transaction(async (tx) => {
-        const repo = createLaravelImportRepository({ db: tx })
+        const repo = createImportedUsersRepository({ db: tx })
         await repo.lock()
         // Another import may have brought some across since candidatesOf looked.
-        const racing = await repo.userIdsFor(candidates.map((candidate) => candidate.oldId))
+        const racing = await repo.userIdsByOldIds(candidates.map((candidate) => candidate.oldId))
         const fresh = candidates.filter((candidate) => !racing.has(candidate.oldId))
         const inserted = await users
           .within(tx)

@@ -5,7 +5,7 @@ import type { SessionPayloadOptions } from '../../lib/laravel-compat/session-pay
 import { hashSessionToken } from '../../lib/sessions/session-store.ts'
 import { createSessionsRepository } from '../../lib/sessions/sessions.repository.ts'
 import { count, type ImportNote, type ImportProgress, type ImportSummary } from './import-summary.ts'
-import { createLaravelImportRepository } from './laravel-import.repository.ts'
+import { createImportedUsersRepository } from './imported-users.repository.ts'
 import { legacySessionToken } from './legacy-session-token.ts'
 import { type MappedSession, mapLaravelSession } from './session-mapping.ts'
 import type { LaravelSource } from './sources/laravel-source.ts'
@@ -42,7 +42,7 @@ export function createSessionImport(deps: {
   /** Our user ids of the sessions' old users; a dry run counts those it would import as imported (id 0). */
   async function ownersOf(run: SessionImportRun, sessions: MappedSession[]) {
     const oldIds = [...new Set(sessions.map((session) => session.oldUserId))]
-    const imported = await createLaravelImportRepository({ db }).userIdsFor(oldIds)
+    const imported = await createImportedUsersRepository({ db }).userIdsByOldIds(oldIds)
     if (!run.dryRun) return (oldUserId: number) => imported.get(oldUserId)
     const inSource = await run.source.existingUserIds(oldIds.filter((id) => !imported.has(id)))
     return (oldUserId: number) =>

@@ -1,4 +1,4 @@
-import { and, eq, gt, isNotNull, isNull, lt, or, sql } from 'drizzle-orm'
+import { and, eq, gt, inArray, isNotNull, isNull, lt, or, sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { isUniqueViolation } from '../../db/failures.ts'
 import { BCRYPT_COST, IS_BCRYPT, type NewUserRow, type UserRow, users } from '../../db/schema/index.ts'
@@ -38,6 +38,14 @@ export function createUsersRepository({ db, events }: { db: Db; events: EventBus
     async findByEmail(email: string): Promise<UserRow | undefined> {
       const [row] = await db.select().from(users).where(sql`lower(${users.email}) = lower(${email})`).limit(1)
       return row
+    },
+
+    /** The ids of the users with these emails (lower-cased), by lower-cased email: one query on the unique index. */
+    async idsByLowerEmails(emails: string[]): Promise<Map<string, number>> {
+      if (emails.length === 0) return new Map()
+      const lower = sql<string>`lower(${users.email})`
+      const rows = await db.select({ id: users.id, email: lower }).from(users).where(inArray(lower, emails))
+      return new Map(rows.map((row) => [row.email, row.id]))
     },
 
     /**

@@ -68,6 +68,9 @@ function usersOver({ db, clock, events }: UsersDeps) {
   return {
     findById: (id: number) => repo.findById(id),
     findByEmail: (email: string) => repo.findByEmail(email.trim()),
+    /** The ids of the users with these emails, in any case, keyed by the email lower-cased. */
+    idsByEmails: (emails: string[]) =>
+      repo.idsByLowerEmails([...new Set(emails.map((email) => email.trim().toLowerCase()))]),
 
     /** Marks the email verified now (once: a second verification keeps the first time). */
     async markEmailVerified(user: UserRow): Promise<UserRow> {

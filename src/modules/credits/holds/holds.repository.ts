@@ -6,6 +6,7 @@ import {
   eq,
   fillPlaceholders,
   getTableColumns,
+  inArray,
   lte,
   sql,
   type WithSubquery,
@@ -186,6 +187,25 @@ export function createHoldsRepository({ db }: { db: Db }) {
   return {
     async findByOrder(userId: number, orderId: string): Promise<CreditHoldRow | undefined> {
       const [row] = await db.select().from(creditHolds).where(owned(userId, orderId)).limit(1)
+      return row
+    },
+
+    /** The user's holds on any of these orders. */
+    async findByOrders(userId: number, orderIds: string[]): Promise<CreditHoldRow[]> {
+      if (orderIds.length === 0) return []
+      return db
+        .select()
+        .from(creditHolds)
+        .where(and(eq(creditHolds.userId, userId), inArray(creditHolds.brokerParentOrderId, orderIds)))
+    },
+
+    /** Inserts a held hold (its credits already added to the account's held total by the caller). */
+    async insertHeld(hold: NewHold, now: Date): Promise<CreditHoldRow> {
+      const [row] = await db
+        .insert(creditHolds)
+        .values({ ...hold, status: 'held', createdAt: now, updatedAt: now })
+        .returning()
+      if (!row) throw new Error('credit_holds insert returned no row')
       return row
     },
 

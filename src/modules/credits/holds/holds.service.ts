@@ -10,7 +10,12 @@ import { DEFAULT_PER_PAGE, type PageQuery } from '../credits.schemas.ts'
 import { createLedgerRepository } from '../ledger.repository.ts'
 import { insufficientCredits, type LedgerService } from '../ledger.service.ts'
 import { presentHold } from './holds.presenters.ts'
-import { createHoldsRepository, type HoldsRepository, type SettledStatus } from './holds.repository.ts'
+import {
+  createHoldsRepository,
+  type HoldsRepository,
+  type NewHold,
+  type SettledStatus,
+} from './holds.repository.ts'
 import type { CreateHoldBody, HoldResponse, TransferHoldBody } from './holds.schemas.ts'
 
 export interface HoldsDeps {
@@ -164,6 +169,24 @@ export function createHoldsService({ db, clock, ledger, holdDefault, events, hol
       }
     },
 
+    /** The user's holds on any of these orders, as tx (or the service's db) sees them. */
+    onOrders: (tx: Db, userId: number, orderIds: string[]): Promise<CreditHoldRow[]> =>
+      createHoldsRepository({ db: tx }).findByOrders(userId, orderIds),
+
+    /**
+     * A held hold brought across from the Laravel original, inside tx with the user's account locked
+     * (ledger.withLockedAccount) and no hold on the order (the caller looked, under that lock): its
+     * credits move into held when the spendable credits cover them; undefined, changing nothing, when
+     * they do not. It counts as created now, so it expires HOLD_TTL_HOURS after the import. No event:
+     * nothing the user runs is connected to this service for it yet.
+     */
+    async placeImported(tx: Db, hold: NewHold): Promise<CreditHoldRow | undefined> {
+      const now = clock.now()
+      const held = await createLedgerRepository({ db: tx }).addToHeld(hold.userId, hold.creditsAmount, now)
+      if (held === undefined) return undefined
+      return createHoldsRepository({ db: tx }).insertHeld(hold, now)
+    },
+
     /** held -> captured with one `hold_capture` debit; true again once captured; false if released or unknown. */
     async capture(userId: number, orderId: string): Promise<boolean> {
       return (await settle(userId, orderId, 'captured')) === 'captured'
@@ -223,3 +246,5 @@ export function createHoldsService({ db, clock, ledger, holdDefault, events, hol
     },
   }
 }
+
+export type HoldsService = ReturnType<typeof createHoldsService>

@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import { laravelImportedUsers } from '../../db/schema/index.ts'
 
-// Any fixed number: two imports running at once take turns, batch by batch.
+// Any fixed number: two user imports running at once take turns, batch by batch.
 const IMPORT_LOCK = 727_039
 
 export interface ImportedUserLink {
@@ -12,16 +12,16 @@ export interface ImportedUserLink {
   legacyPasswordHash: string | null
 }
 
-/** laravel_imported_users: which of the original's users were brought across, by their id there. */
-export function createLaravelImportRepository({ db }: { db: Db }) {
+/** laravel_imported_users: which user here each id of the Laravel original became. */
+export function createImportedUsersRepository({ db }: { db: Db }) {
   return {
-    /** Takes the import's lock until the caller's transaction ends. */
+    /** Takes the user import's lock until the caller's transaction ends. */
     async lock(): Promise<void> {
       await db.execute(sql`select pg_advisory_xact_lock(${IMPORT_LOCK})`)
     },
 
-    /** Our user ids of these old ids, for those imported. */
-    async userIdsFor(oldIds: number[]): Promise<Map<number, number>> {
+    /** The user ids here of these old ids (those imported), by old id: one query on the primary key. */
+    async userIdsByOldIds(oldIds: number[]): Promise<Map<number, number>> {
       if (oldIds.length === 0) return new Map()
       // One array parameter for the batch (ids are integers: the array's text is safe to build).
       const ids = `{${oldIds.map((id) => Math.trunc(id)).join(',')}}`
