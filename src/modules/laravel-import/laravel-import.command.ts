@@ -3,6 +3,7 @@ import { laravelKeys } from '../../lib/laravel-compat/keys.ts'
 import type { FileStorage } from '../../lib/storage/storage.ts'
 import type { FieldErrors } from '../../lib/validation.ts'
 import { formatImportNote, formatImportSummary, progressLine } from './import-report.ts'
+import type { ImportSummary } from './import-summary.ts'
 import { DEFAULT_BATCH_SIZE, type LaravelImportService } from './laravel-import.service.ts'
 import { createPhotoCopier } from './photo-copy.ts'
 import { LaravelSchemaError } from './sources/laravel-source.ts'
@@ -86,14 +87,21 @@ export function parseImportOptions(
   }
 }
 
+/** Whether a user, or a signed-in session, was not imported (guests' sessions are not missed). */
+function leftBehind(summary: ImportSummary): boolean {
+  const { guest: _guests, ...sessionSkips } = summary.sessions?.skipped ?? {}
+  return Object.keys(summary.users.skipped).length > 0 || Object.keys(sessionSkips).length > 0
+}
+
 interface Output {
   write(text: string): unknown
 }
 
 /**
  * Runs the import as the CLI asked: notes on rows not taken whole on `out` as they happen, the
- * summary at the end, a progress line on `err` when it is a terminal. Answers the exit code: 0 once
- * the import ran (rows it skipped are in the report), 1 when it could not start.
+ * summary at the end, a progress line on `err` when it is a terminal. Answers the exit code, as
+ * import:laravel-credits does: 0 when every user (and signed-in session) was imported or already
+ * was, 2 when some were skipped (each in the report), 1 when it could not start.
  */
 export async function runImportCommand(input: {
   options: ImportCommandOptions
@@ -128,7 +136,7 @@ export async function runImportCommand(input: {
     })
     if (progress) err.write('\r\u001b[K')
     out.write(formatImportSummary(summary, { from: source.label, into: input.target }))
-    return 0
+    return leftBehind(summary) ? 2 : 0
   } catch (error) {
     if (progress) err.write('\n')
     if (!(error instanceof LaravelSchemaError)) throw error
