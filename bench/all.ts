@@ -8,7 +8,17 @@ import { join } from 'node:path'
  * heap and open sockets never weigh on the next). With BENCH_JSON=path, each writes its figures to a
  * file of its own and this collects them into one document at `path`, every bench's targets first. Exits 1 if any bench did.
  */
-const BENCHES = ['proxy', 'credits', 'chat', 'realtime', 'ai', 'start', 'rate-limit', 'deployed'] as const
+const BENCHES = [
+  'proxy',
+  'credits',
+  'chat',
+  'realtime',
+  'ai',
+  'start',
+  'rate-limit',
+  'deployed',
+  'laravel-import',
+] as const
 
 const target = process.env.BENCH_JSON
 const scratch = mkdtempSync(join(os.tmpdir(), 'bench-json-'))

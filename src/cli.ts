@@ -36,6 +36,12 @@ Commands:
                                            an offset says)
   ledger:audit                             check the credits ledger's invariants; exit 2 with a report naming
                                            each broken check (exit 0: all hold)
+  import:laravel --from <url> [--app-key <key>] [--previous-keys <keys>] [--photos <folder>] [--sessions]
+                 [--session-serialization php|json] [--dry-run] [--batch-size <n>]
+                                           bring the Laravel original's users (passwords, two-factor, photos) and,
+                                           with --sessions, its live sessions across; --from mysql://, mariadb://,
+                                           postgres:// or sqlite:<path>; keys default to LARAVEL_APP_KEY and
+                                           LARAVEL_PREVIOUS_KEYS (docs/migrating-from-laravel.md)
   import:laravel-credits [--balances <file>] [--holds <file>] [--dry-run]
                                            bring balances and open holds across from the Laravel original's CSV
                                            exports (run after its users are imported); exit 2 when some lines
@@ -263,6 +269,40 @@ async function ledgerAudit(args: string[]): Promise<number> {
   }
 }
 
+/** `import:laravel`: the Laravel original's users and sessions (docs/migrating-from-laravel.md). */
+async function importLaravel(args: string[]): Promise<number> {
+  const { IMPORT_COMMAND_OPTIONS, parseImportOptions, runImportCommand } = await import(
+    './modules/laravel-import/laravel-import.command.ts'
+  )
+  const { values } = parseArgs({
+    args,
+    strict: true,
+    allowPositionals: false,
+    options: IMPORT_COMMAND_OPTIONS,
+  })
+  const config = loadConfig()
+  const parsed = parseImportOptions(values, config)
+  if ('errors' in parsed) return printProblems(parsed.errors)
+  const database = await openDatabase(config)
+  const { openConfiguredStorage } = await import('./plugins/storage.ts')
+  const storage = await openConfiguredStorage(config)
+  try {
+    await database.migrate()
+    const { laravelImport } = await coreServices(config, database)
+    return await runImportCommand({
+      options: parsed.options,
+      service: laravelImport,
+      storage: storage.storage,
+      target: describeDatabase(config),
+      out: process.stdout,
+      err: process.stderr,
+    })
+  } finally {
+    storage.close()
+    await database.close()
+  }
+}
+
 /**
  * Credits from the Laravel original's CSV exports (docs/credits.md, "Credits from the Laravel
  * original"): the summary on stdout, each line not imported on stderr; exit 2 when there are any.
@@ -329,6 +369,7 @@ const commands: Record<string, (args: string[]) => Promise<number>> = {
   'two-factor:clear-unreadable': twoFactorClearUnreadable,
   'ledger:export': ledgerExport,
   'ledger:audit': ledgerAudit,
+  'import:laravel': importLaravel,
   'import:laravel-credits': importLaravelCredits,
 }
 

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net'
 import { type TSchema, type TString, Type } from 'typebox'
 import { DEFAULT_DATABASE_TIMEOUTS } from './db/timeouts.ts'
+import { laravelKeyBytes } from './lib/laravel-compat/keys.ts'
 
 /**
  * Every environment variable, defined once: its raw string's schema, its default, how it is parsed and
@@ -610,6 +611,36 @@ const ai = area('AI and edition', {
   }),
 })
 
+/** A Laravel key list as laravelKeys reads it: each key `base64:` + 16 or 32 bytes, or raw text of that length. */
+const laravelKeyList: Parse<string> = (raw, problem) => {
+  for (const key of raw.split(',').filter((item) => item !== '')) {
+    try {
+      laravelKeyBytes(key)
+    } catch {
+      problem(
+        'each key must be `base64:` + 16 or 32 bytes (as Laravel writes APP_KEY), or 16 or 32 characters',
+      )
+      break
+    }
+  }
+  return raw
+}
+
+const laravel = area('Taking over a Laravel deployment', {
+  LARAVEL_APP_KEY: variable({
+    schema: Type.String(),
+    parse: laravelKeyList,
+    description:
+      "The Laravel original's `APP_KEY`, which opened its two-factor secrets and sessions: `import:laravel` reads it when `--app-key` is not given ([migrating from Laravel](migrating-from-laravel.md)).",
+  }),
+  LARAVEL_PREVIOUS_KEYS: variable({
+    schema: Type.String(),
+    parse: laravelKeyList,
+    description:
+      "The original's `APP_PREVIOUS_KEYS` (comma-separated), tried after `LARAVEL_APP_KEY`; `--previous-keys` wins over it.",
+  }),
+})
+
 /** Every variable the loader reads, by name, in the order of the reference table. */
 export const VARIABLES = Object.freeze({
   ...server,
@@ -623,6 +654,7 @@ export const VARIABLES = Object.freeze({
   ...credits,
   ...realtime,
   ...ai,
+  ...laravel,
 })
 
 /** Documented with the rest, read by Node itself. */

@@ -116,6 +116,11 @@ export interface Config {
     /** HOLD_TTL_HOURS: how long a hold may stay held before the sweep releases it; 0: never. */
     readonly holdTtlHours: number
   }
+  /** The Laravel original's keys (LARAVEL_APP_KEY, LARAVEL_PREVIOUS_KEYS), for `import:laravel`. */
+  readonly laravel: {
+    readonly appKey: string | undefined
+    readonly previousKeys: string | undefined
+  }
   /** How long a password confirmation (POST /api/user/confirm-password) lets sensitive actions through. */
   readonly passwordTimeoutSeconds: number
   readonly stripe: {
@@ -291,6 +296,7 @@ export function parseConfig(
       maxBytes: s.CACHE_MAX_MB * 1024 * 1024,
     }),
     credits: Object.freeze({ holdDefault: s.HOLD_DEFAULT_CREDITS, holdTtlHours: s.HOLD_TTL_HOURS }),
+    laravel: Object.freeze({ appKey: s.LARAVEL_APP_KEY, previousKeys: s.LARAVEL_PREVIOUS_KEYS }),
     passwordTimeoutSeconds: s.PASSWORD_TIMEOUT,
     stripe: Object.freeze({
       secretKey: s.STRIPE_SECRET_KEY,

@@ -6,6 +6,7 @@ import { createHoldsService } from './modules/credits/holds/holds.service.ts'
 import { createLedgerService } from './modules/credits/ledger.service.ts'
 import { createKnowledgeBaseService } from './modules/knowledge-base/knowledge-base.service.ts'
 import { createCreditsImportService } from './modules/laravel-import/credits-import.service.ts'
+import { createLaravelImportService } from './modules/laravel-import/laravel-import.service.ts'
 import { createTwoFactorService } from './modules/two-factor/two-factor.service.ts'
 import { createUsersService } from './modules/users/users.service.ts'
 import type { ServiceEvents } from './plugins/events.ts'
@@ -20,11 +21,13 @@ export interface CoreInfrastructure {
 
 /**
  * The services every process builds the same way, the CLI's included: the users service and what
- * hangs on it alone, and the credits ledger with its holds. One instance each; a transaction's view
- * of one is `service.within(tx)`, or a `tx` argument.
+ * hangs on it alone, the credits ledger with its holds, and the Laravel imports (CLI commands) that
+ * write through them. One instance each; a transaction's view of one is `service.within(tx)`, or a
+ * `tx` argument.
  */
 export function buildCoreServices({ config, db, clock, events }: CoreInfrastructure) {
   const users = createUsersService({ db, clock, events })
+  const twoFactor = createTwoFactorService({ users, clock, appKey: config.appKey })
   const ledger = createLedgerService({ db, clock, queueWaitMs: config.databaseTimeouts.lockMs })
   const holds = createHoldsService({
     db,
@@ -36,10 +39,18 @@ export function buildCoreServices({ config, db, clock, events }: CoreInfrastruct
   })
   return {
     users,
-    twoFactor: createTwoFactorService({ users, clock, appKey: config.appKey }),
+    twoFactor,
     knowledgeBase: createKnowledgeBaseService({ db, clock }),
     ledger,
     holds,
+    laravelImport: createLaravelImportService({
+      db,
+      clock,
+      users,
+      twoFactor,
+      appKey: config.appKey,
+      sessionLifetimeMinutes: config.session.lifetimeMinutes,
+    }),
     laravelCredits: createCreditsImportService({
       db,
       clock,

@@ -12,19 +12,26 @@ declare module 'fastify' {
 }
 
 /**
- * `app.storage`: the local disk under DATA_DIR (uploads live in DATA_DIR's own folders), or with
- * STORAGE_DRIVER=s3 an S3-compatible bucket that every instance shares.
+ * The configured storage: the local disk under DATA_DIR (uploads live in DATA_DIR's own folders), or
+ * with STORAGE_DRIVER=s3 an S3-compatible bucket that every instance shares. `close` ends its
+ * connections (nothing for the disk). The CLI opens it the same way.
  */
-async function storagePlugin(app: FastifyInstance, { config }: { config: Config }) {
-  if (config.storage.driver === 'local') {
-    app.decorate('storage', createLocalStorage(config.dataDir))
-    return
-  }
+export async function openConfiguredStorage(
+  config: Config,
+): Promise<{ storage: FileStorage; close(): void }> {
+  if (config.storage.driver === 'local')
+    return { storage: createLocalStorage(config.dataDir), close: () => {} }
   // The AWS SDK is large: loaded only when chosen, so a start on the local disk does not pay for it.
   const { createS3Storage } = await import('../lib/storage/s3.ts')
   const storage = createS3Storage(config.storage.s3)
+  return { storage, close: () => storage.close() }
+}
+
+/** `app.storage`: the configured storage (openConfiguredStorage). */
+async function storagePlugin(app: FastifyInstance, { config }: { config: Config }) {
+  const { storage, close } = await openConfiguredStorage(config)
   app.decorate('storage', storage)
-  app.addHook('onClose', async () => storage.close())
+  app.addHook('onClose', async () => close())
 }
 
 export default fp(storagePlugin, { name: 'storage' })

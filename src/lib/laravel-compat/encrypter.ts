@@ -1,4 +1,12 @@
-import { createCipheriv, createDecipheriv, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHmac,
+  createSecretKey,
+  type KeyObject,
+  randomBytes,
+  timingSafeEqual,
+} from 'node:crypto'
 import { laravelKeyBytes } from './keys.ts'
 
 // Illuminate\Encryption\Encrypter's payload: base64 of the JSON {iv, value, mac, tag}, each field
@@ -32,10 +40,31 @@ interface Payload {
   tag: string
 }
 
-const bits = (key: Buffer) => (key.length === 16 ? 128 : 256)
+/** A key ready for the ciphers: its key object and its AES size. */
+interface OpenedKey {
+  object: KeyObject
+  bits: 128 | 256
+}
 
-function macOf(iv: string, value: string, key: Buffer): Buffer {
-  return createHmac('sha256', key)
+// The few keys a process uses (the original's APP_KEY and previous keys), each made into a key
+// object once: Node checks a raw key buffer by trying it as a key object first, which costs more
+// than the cipher itself on values this short (an import opens two per user).
+const openedKeys = new Map<string, OpenedKey>()
+const MAX_OPENED_KEYS = 64
+
+function openKey(key: string): OpenedKey {
+  let opened = openedKeys.get(key)
+  if (!opened) {
+    const bytes = laravelKeyBytes(key)
+    opened = { object: createSecretKey(bytes), bits: bytes.length === 16 ? 128 : 256 }
+    if (openedKeys.size >= MAX_OPENED_KEYS) openedKeys.clear()
+    openedKeys.set(key, opened)
+  }
+  return opened
+}
+
+function macOf(iv: string, value: string, key: OpenedKey): Buffer {
+  return createHmac('sha256', key.object)
     .update(iv + value)
     .digest()
 }
@@ -59,10 +88,10 @@ function readPayload(text: string): Payload {
 }
 
 /** Decrypts `value` (base64); with a tag, as AES-GCM. Throws when the tag or the padding is wrong. */
-function decryptWith(key: Buffer, iv: Buffer, value: string, tag?: Buffer): Buffer {
+function decryptWith(key: OpenedKey, iv: Buffer, value: string, tag?: Buffer): Buffer {
   const decipher = tag
-    ? createDecipheriv(`aes-${bits(key)}-gcm`, key, iv, { authTagLength: TAG_BYTES }).setAuthTag(tag)
-    : createDecipheriv(`aes-${bits(key)}-cbc`, key, iv)
+    ? createDecipheriv(`aes-${key.bits}-gcm`, key.object, iv, { authTagLength: TAG_BYTES }).setAuthTag(tag)
+    : createDecipheriv(`aes-${key.bits}-cbc`, key.object, iv)
   return Buffer.concat([decipher.update(Buffer.from(value, 'base64')), decipher.final()])
 }
 
@@ -80,13 +109,13 @@ export function decryptLaravel(payload: string, keys: readonly string[]): string
     throw malformed(`the iv is not ${IV_BYTES[mode]} bytes of base64`)
   }
   const ivBytes = Buffer.from(iv, 'base64')
-  const keyBytes = keys.map(laravelKeyBytes)
+  const candidates = keys.map(openKey)
 
   if (mode === 'gcm') {
     // The whole tag or nothing: GCM would also check a shortened one, far easier to forge.
     const tagBytes = Buffer.from(tag, 'base64')
     if (!STRICT_BASE64.test(tag) || tagBytes.length !== TAG_BYTES) throw malformed('the tag is not 16 bytes')
-    for (const key of keyBytes) {
+    for (const key of candidates) {
       try {
         return decryptWith(key, ivBytes, value, tagBytes).toString('utf8')
       } catch {
@@ -99,8 +128,8 @@ export function decryptLaravel(payload: string, keys: readonly string[]): string
   // Every key's MAC is computed and compared in constant time, the first match kept, as Laravel does:
   // the time taken does not tell which key matched.
   const given = Buffer.from(mac, 'utf8')
-  let opening: Buffer | undefined
-  for (const key of keyBytes) {
+  let opening: OpenedKey | undefined
+  for (const key of candidates) {
     const expected = Buffer.from(macOf(iv, value, key).toString('hex'), 'utf8')
     const valid = expected.length === given.length && timingSafeEqual(expected, given)
     if (valid && !opening) opening = key
@@ -126,7 +155,7 @@ export function encryptLaravel(
   options: { mode?: LaravelCipherMode; iv?: Buffer } = {},
 ): string {
   const mode = options.mode ?? 'cbc'
-  const keyBytes = laravelKeyBytes(key)
+  const opened = openKey(key)
   const iv = options.iv ?? randomBytes(IV_BYTES[mode])
   if (iv.length !== IV_BYTES[mode]) throw new RangeError(`The ${mode} iv must be ${IV_BYTES[mode]} bytes`)
   const ivText = iv.toString('base64')
@@ -134,13 +163,13 @@ export function encryptLaravel(
   let mac = ''
   let tag = ''
   if (mode === 'gcm') {
-    const cipher = createCipheriv(`aes-${bits(keyBytes)}-gcm`, keyBytes, iv, { authTagLength: TAG_BYTES })
+    const cipher = createCipheriv(`aes-${opened.bits}-gcm`, opened.object, iv, { authTagLength: TAG_BYTES })
     value = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]).toString('base64')
     tag = cipher.getAuthTag().toString('base64')
   } else {
-    const cipher = createCipheriv(`aes-${bits(keyBytes)}-cbc`, keyBytes, iv)
+    const cipher = createCipheriv(`aes-${opened.bits}-cbc`, opened.object, iv)
     value = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]).toString('base64')
-    mac = macOf(ivText, value, keyBytes).toString('hex')
+    mac = macOf(ivText, value, opened).toString('hex')
   }
   return Buffer.from(JSON.stringify({ iv: ivText, value, mac, tag }), 'utf8').toString('base64')
 }

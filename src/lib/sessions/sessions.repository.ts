@@ -28,6 +28,17 @@ export function createSessionsRepository({ db }: { db: Db }) {
       await db.insert(sessions).values(row)
     },
 
+    /** Inserts sessions, leaving out those whose id exists; answers how many were inserted. */
+    async insertMissing(rows: SessionRow[]): Promise<number> {
+      if (rows.length === 0) return 0
+      const inserted = await db
+        .insert(sessions)
+        .values(rows)
+        .onConflictDoNothing()
+        .returning({ id: sessions.id })
+      return inserted.length
+    },
+
     /** The session row and its user's (null for a guest session) in one query: the per-request read. */
     async findWithUser(id: string): Promise<{ session: SessionRow; user: UserRow | null } | undefined> {
       findWithUser ??= findWithUserStatement(db)

@@ -227,6 +227,21 @@ export function createTwoFactorService(deps: { users: UsersService; clock: Clock
     readability,
 
     /**
+     * A secret brought from elsewhere (the Laravel original's), stored as `enable` stores one; throws
+     * when it is not base32, which no authenticator app could hold.
+     */
+    sealSecret(secret: string): string {
+      const base32 = secret.trim().toUpperCase()
+      if (!/^[A-Z2-7]+=*$/.test(base32) || Secret.fromBase32(base32).bytes.length < 10) {
+        throw new Error('not a base32 TOTP secret')
+      }
+      return encryptSecret(base32, appKey)
+    },
+
+    /** Recovery codes brought from elsewhere, stored as `enable` stores them: each works once. */
+    sealRecoveryCodes: (codes: string[]): string => sealCodes(codes),
+
+    /**
      * Clears, on every account, the 2FA data the current APP_KEY cannot read (imported from the
      * Laravel original, or sealed under a rotated key): an unreadable secret takes the whole setup
      * with it (2FA is off until the user enrols again), unreadable recovery codes only themselves.

@@ -5,6 +5,23 @@ import { BCRYPT_COST, IS_BCRYPT, type NewUserRow, type UserRow, users } from '..
 import type { EventBus } from '../../lib/events.ts'
 import type { ServiceEvents } from '../../plugins/events.ts'
 
+/** The columns a user brought from another system is inserted with (the rest take their defaults). */
+const IMPORTED_COLUMNS = [
+  'name',
+  'email',
+  'password',
+  'isAdmin',
+  'emailVerifiedAt',
+  'twoFactorSecret',
+  'twoFactorRecoveryCodes',
+  'twoFactorConfirmedAt',
+  'profilePhotoPath',
+  'createdAt',
+  'updatedAt',
+] as const satisfies ReadonlyArray<keyof NewUserRow>
+
+export type ImportedUserRow = Pick<NewUserRow, (typeof IMPORTED_COLUMNS)[number]>
+
 /**
  * The one writer of the users table. Every write announces `UserChanged`, so whatever keeps users
  * in memory (the session plugin's short cache) forgets them; inside a transaction that is before
@@ -38,6 +55,42 @@ export function createUsersRepository({ db, events }: { db: Db; events: EventBus
     async insert(values: NewUserRow): Promise<UserRow | undefined> {
       const [row] = await db.insert(users).values(values).onConflictDoNothing().returning()
       return row
+    },
+
+    /**
+     * Inserts many users in one statement, their rows handed over as one JSON parameter (a batch of
+     * hundreds is one parameter, not thousands); those whose email is taken are left out. Answers
+     * the inserted users' ids and emails.
+     */
+    async insertMany(values: ImportedUserRow[]): Promise<Array<{ id: number; email: string }>> {
+      if (values.length === 0) return []
+      const rows = values.map((value) =>
+        Object.fromEntries(IMPORTED_COLUMNS.map((key) => [users[key].name, value[key] ?? null])),
+      )
+      const columns = sql.raw(IMPORTED_COLUMNS.map((key) => `"${users[key].name}"`).join(', '))
+      const result = await db.execute(
+        sql`insert into ${users} (${columns}) select ${columns} from json_populate_recordset(null::users, ${JSON.stringify(rows)}::json) on conflict do nothing returning id, email`,
+      )
+      // Both drivers answer { rows }; a bigint id may arrive as text.
+      return (result as unknown as { rows: Array<{ id: number | string; email: string }> }).rows.map(
+        (row) => ({
+          id: Number(row.id),
+          email: row.email,
+        }),
+      )
+    },
+
+    /** Of these emails, those a user has (any case), lower-cased. */
+    async takenEmails(emails: string[]): Promise<Set<string>> {
+      if (emails.length === 0) return new Set()
+      const lowered = [...new Set(emails.map((email) => email.toLowerCase()))]
+      const rows = await db
+        .select({ email: sql<string>`lower(${users.email})` })
+        .from(users)
+        .where(
+          sql`lower(${users.email}) in (select json_array_elements_text(${JSON.stringify(lowered)}::json))`,
+        )
+      return new Set(rows.map((row) => row.email))
     },
 
     /**

@@ -18,6 +18,24 @@ export type NewUser = {
   | { passwordHash: string }
 )
 
+/**
+ * A user brought from another system (the Laravel original) as it was there: its password hash, its
+ * dates, its two-factor columns (already sealed under this APP_KEY) and its stored photo path.
+ */
+export interface ImportedUser {
+  name: string
+  email: string
+  passwordHash: string
+  isAdmin: boolean
+  emailVerifiedAt: Date | null
+  twoFactorSecret: string | null
+  twoFactorRecoveryCodes: string | null
+  twoFactorConfirmedAt: Date | null
+  profilePhotoPath: string | null
+  createdAt: Date
+  updatedAt: Date
+}
+
 /** The users columns two-factor authentication owns. */
 export type TwoFactorColumns = Partial<
   Pick<UserRow, 'twoFactorSecret' | 'twoFactorRecoveryCodes' | 'twoFactorConfirmedAt' | 'twoFactorLastStep'>
@@ -205,6 +223,26 @@ function usersOver({ db, clock, events }: UsersDeps) {
       if (!row) throw emailTaken()
       return row
     },
+
+    /**
+     * Inserts users brought from another system, with the rules of `create` (name trimmed, email
+     * trimmed and lower-cased) and their own hash and dates; an email an account already has (any
+     * case) is left out. Answers the inserted users' ids and (stored) emails.
+     */
+    importMany(inputs: ImportedUser[]): Promise<Array<{ id: number; email: string }>> {
+      if (inputs.length === 0) return Promise.resolve([])
+      return repo.insertMany(
+        inputs.map(({ passwordHash, ...input }) => ({
+          ...input,
+          name: input.name.trim(),
+          email: input.email.trim().toLowerCase(),
+          password: passwordHash,
+        })),
+      )
+    },
+
+    /** Of these emails, those an account has (any case), lower-cased. */
+    takenEmails: (emails: string[]) => repo.takenEmails(emails.map((email) => email.trim())),
 
     /**
      * The user whose email and password these are, or undefined. Every attempt does the same queries

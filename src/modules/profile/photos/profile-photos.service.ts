@@ -10,7 +10,7 @@ import type { UsersService } from '../../users/users.service.ts'
 export const MAX_PHOTO_BYTES = 2 * 1024 * 1024
 
 /** The stored path prefix (a folder under DATA_DIR and under the public `/storage/` URL), as Jetstream names it. */
-const FOLDER = 'profile-photos'
+export const PHOTO_FOLDER = 'profile-photos'
 
 // Names this service gives (40 random URL-safe characters) and those Jetstream gave (Str::random(40)
 // plus the original extension): nothing else is ever read or deleted, so no path can escape the folder.
@@ -35,14 +35,23 @@ interface Logger {
 
 const invalid = (message: string) => ValidationError.withMessages({ photo: [message] })
 
+/**
+ * What a profile photo's bytes are, judged by the bytes (PNG, JPEG, GIF, WebP), not by a name or a
+ * claimed type: the extension to store it under, or why it cannot be one.
+ */
+export function photoFormat(bytes: Uint8Array): ImageExtension | 'too-large' | 'not-an-image' {
+  if (bytes.length > MAX_PHOTO_BYTES) return 'too-large'
+  return sniffImageType(bytes) ?? 'not-an-image'
+}
+
 export function createProfilePhotosService(deps: { users: UsersService; storage: FileStorage; log: Logger }) {
   const { users, storage, log } = deps
 
   /** Removes a stored photo; a missing file is fine, a failure is logged (the row no longer names it). */
   async function discard(path: string | null): Promise<void> {
-    const file = path?.startsWith(`${FOLDER}/`) ? path.slice(FOLDER.length + 1) : null
+    const file = path?.startsWith(`${PHOTO_FOLDER}/`) ? path.slice(PHOTO_FOLDER.length + 1) : null
     if (!file || !fileName.test(file)) return
-    await storage.delete(`${FOLDER}/${file}`).catch((error: unknown) => {
+    await storage.delete(`${PHOTO_FOLDER}/${file}`).catch((error: unknown) => {
       log.warn({ err: error, file }, 'could not delete a profile photo')
     })
   }
@@ -73,14 +82,14 @@ export function createProfilePhotosService(deps: { users: UsersService; storage:
      */
     async replace(user: UserRow, upload: PhotoUpload | null): Promise<UserRow> {
       if (!upload) throw invalid('The photo field is required.')
-      if (upload.truncated || upload.bytes.length > MAX_PHOTO_BYTES) {
+      const extension = upload.truncated ? 'too-large' : photoFormat(upload.bytes)
+      if (extension === 'too-large') {
         throw invalid(`The photo field must not be greater than ${MAX_PHOTO_BYTES / 1024} kilobytes.`)
       }
-      const extension = sniffImageType(upload.bytes)
-      if (!extension) throw invalid('The photo field must be an image.')
+      if (extension === 'not-an-image') throw invalid('The photo field must be an image.')
       const file = `${randomBytes(30).toString('base64url')}.${extension}`
-      await storage.put(`${FOLDER}/${file}`, upload.bytes)
-      return swap(user, `${FOLDER}/${file}`)
+      await storage.put(`${PHOTO_FOLDER}/${file}`, upload.bytes)
+      return swap(user, `${PHOTO_FOLDER}/${file}`)
     },
 
     /** Removes the user's photo, if any (Jetstream's deleteProfilePhoto). */
@@ -90,7 +99,7 @@ export function createProfilePhotosService(deps: { users: UsersService; storage:
     async open(file: string): Promise<StoredPhoto | null> {
       if (!fileName.test(file)) return null
       const extension = file.slice(file.lastIndexOf('.') + 1).replace('jpeg', 'jpg') as ImageExtension
-      const stored = await storage.open(`${FOLDER}/${file}`)
+      const stored = await storage.open(`${PHOTO_FOLDER}/${file}`)
       return stored && { ...stored, contentType: IMAGE_CONTENT_TYPES[extension] }
     },
   }
