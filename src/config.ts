@@ -80,6 +80,16 @@ export interface Config {
     readonly rememberLifetimeMinutes: number
   }
   /**
+   * The Laravel original this service took over: its keys (LARAVEL_APP_KEY, then LARAVEL_PREVIOUS_KEYS,
+   * in the order Laravel tries them; empty when unset), its session cookie's name, and until when
+   * (ms since the epoch) the cookies its browsers still carry are taken; undefined: never.
+   */
+  readonly laravel: {
+    readonly keys: readonly string[]
+    readonly sessionCookie: string
+    readonly cookiesUntilMs: number | undefined
+  }
+  /**
    * The load balancers whose X-Forwarded-For (and -Proto, -Host) is believed: addresses, CIDR ranges,
    * or proxy-addr's `loopback`, `linklocal`, `uniquelocal`. Empty: the peer address is the client.
    */
@@ -268,6 +278,11 @@ export function parseConfig(
       rememberLifetimeMinutes: s.REMEMBER_LIFETIME,
     }),
     trustedProxies: Object.freeze(s.TRUSTED_PROXIES),
+    laravel: Object.freeze({
+      keys: Object.freeze(s.LARAVEL_APP_KEY ? [s.LARAVEL_APP_KEY, ...s.LARAVEL_PREVIOUS_KEYS] : []),
+      sessionCookie: s.LARAVEL_SESSION_COOKIE,
+      cookiesUntilMs: s.LARAVEL_COOKIES_UNTIL,
+    }),
     mail: Object.freeze({ url: s.MAIL_URL, from: s.MAIL_FROM }),
     outboxRetentionDays: s.OUTBOX_RETENTION_DAYS,
     logLevel: s.LOG_LEVEL ?? (nodeEnv === 'test' ? 'silent' : 'info'),
@@ -363,12 +378,29 @@ function checkSettings(s: Settings, problems: string[]): void {
     )
   }
   checkStorage(s, problems)
+  checkLaravel(s, problems)
   const appUrl = appUrlOf(s)
   const sessionDomainMalformed = problems.some((problem) => problem.startsWith('SESSION_DOMAIN:'))
   if (s.SESSION_DOMAIN !== undefined && !sessionDomainMalformed && !hostBelongsTo(appUrl, s.SESSION_DOMAIN)) {
     problems.push(
       `SESSION_DOMAIN: APP_URL's host is not ${s.SESSION_DOMAIN} or under it: the browser would refuse the cookies`,
     )
+  }
+}
+
+// The cookies this service sets itself (plugins/session.ts, the auth module's device cookie).
+const OWN_COOKIES = new Set(['app_session', 'app_remember', 'app_device', 'XSRF-TOKEN'])
+
+/** The Laravel original's keys and cookie: what opens its cookies, and a name that is not one of ours. */
+function checkLaravel(s: Settings, problems: string[]): void {
+  if (!s.LARAVEL_APP_KEY && s.LARAVEL_COOKIES_UNTIL !== undefined) {
+    problems.push("LARAVEL_COOKIES_UNTIL: needs LARAVEL_APP_KEY, the key that opens the original's cookies")
+  }
+  if (!s.LARAVEL_APP_KEY && s.LARAVEL_PREVIOUS_KEYS.length > 0) {
+    problems.push('LARAVEL_PREVIOUS_KEYS: needs LARAVEL_APP_KEY (the current key, tried first)')
+  }
+  if (OWN_COOKIES.has(s.LARAVEL_SESSION_COOKIE)) {
+    problems.push(`LARAVEL_SESSION_COOKIE: ${s.LARAVEL_SESSION_COOKIE} is a cookie of this service's own`)
   }
 }
 
