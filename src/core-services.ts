@@ -3,6 +3,7 @@ import type { Db } from './db/client.ts'
 import type { Clock } from './lib/clock.ts'
 import type { EventBus } from './lib/events.ts'
 import { createKnowledgeBaseService } from './modules/knowledge-base/knowledge-base.service.ts'
+import { forgetLegacyCredentials } from './modules/laravel-import/legacy-remember.ts'
 import { createTwoFactorService } from './modules/two-factor/two-factor.service.ts'
 import { createUsersService } from './modules/users/users.service.ts'
 import type { ServiceEvents } from './plugins/events.ts'
@@ -20,7 +21,8 @@ export interface CoreInfrastructure {
  * hangs on it alone. One instance each; a transaction's view of one is `service.within(tx)`.
  */
 export function buildCoreServices({ config, db, clock, events }: CoreInfrastructure) {
-  const users = createUsersService({ db, clock, events })
+  // A password change ends what the Laravel original's remember cookies let in, in its transaction.
+  const users = createUsersService({ db, clock, events, passwordReplaced: forgetLegacyCredentials })
   return {
     users,
     twoFactor: createTwoFactorService({ users, clock, appKey: config.appKey }),
