@@ -379,64 +379,6 @@ const sessions = area('Browsers and sessions', {
   }),
 })
 
-/** Whether `key` is a key Laravel's encrypter takes (problems never quote a key: it is a secret). */
-const isLaravelKey = (key: string) => {
-  try {
-    laravelKeyBytes(key)
-    return true
-  } catch {
-    return false
-  }
-}
-const LARAVEL_KEY_FORM = "`base64:` and 16 or 32 bytes, or 16 or 32 characters, as Laravel's APP_KEY"
-// An instant in ISO 8601: a date alone (its midnight UTC), or a date and time with its offset.
-const ISO_INSTANT =
-  '^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\\.[0-9]{1,3})?)?(Z|[+-][0-9]{2}:[0-9]{2}))?$'
-
-const laravel = area('Taking over a Laravel deployment', {
-  LARAVEL_APP_KEY: variable({
-    schema: Type.String({ minLength: 16, maxLength: 100 }),
-    parse: (raw, problem) => {
-      if (!isLaravelKey(raw)) problem(`must be ${LARAVEL_KEY_FORM}`)
-      return raw
-    },
-    description:
-      "The Laravel original's `APP_KEY`: opens the cookies its browsers still carry while `LARAVEL_COOKIES_UNTIL` lasts. Never logged.",
-  }),
-  LARAVEL_PREVIOUS_KEYS: variable<readonly string[]>({
-    schema: Type.String({ maxLength: 4096 }),
-    parse: (raw, problem) => {
-      const keys = raw.split(',').filter((key) => key !== '')
-      keys.forEach((key, index) => {
-        if (!isLaravelKey(key)) problem(`key ${index + 1} must be ${LARAVEL_KEY_FORM}`)
-      })
-      return keys
-    },
-    fallback: [],
-    description:
-      "The original's `APP_PREVIOUS_KEYS` (comma-separated), tried after `LARAVEL_APP_KEY`, as Laravel tries them.",
-  }),
-  LARAVEL_SESSION_COOKIE: text({
-    schema: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,128}$' }),
-    fallback: 'laravel_session',
-    description:
-      "The name of the original's session cookie, its `config('session.cookie')`: its `SESSION_COOKIE`, else `Str::slug(APP_NAME, '_').'_session'` (Laravel 11 and 12; `Str::snake` in 13).",
-  }),
-  LARAVEL_COOKIES_UNTIL: variable({
-    schema: Type.String({ pattern: ISO_INSTANT }),
-    parse: (raw, problem) => {
-      const ms = Date.parse(raw)
-      // Date.parse rolls a day past its month's end over (2026-02-30 is March 2): refused as well.
-      const [year, month, day] = raw.slice(0, 10).split('-').map(Number) as [number, number, number]
-      const real = new Date(Date.UTC(year, month - 1, day)).getUTCDate() === day
-      if (Number.isNaN(ms) || !real) problem('must be a date (2026-03-01) or a date and time with its offset')
-      return ms
-    },
-    description:
-      "Until when the original's cookies are taken (an ISO date, `2026-03-01`, its midnight UTC, or `2026-03-01T06:00:00Z`): its session cookie continues an imported session, its `remember_web_*` cookie signs its user in, and its `X-XSRF-TOKEN` passes the CSRF check (see [accounts.md](accounts.md#signed-in-browsers-of-the-laravel-original)). Needs `LARAVEL_APP_KEY`. Unset or past: those cookies are ignored, unopened.",
-  }),
-})
-
 const mail = area('Mail and support', {
   MAIL_URL: text({
     schema: Type.String({ pattern: '^smtps?://' }),
@@ -669,6 +611,58 @@ const ai = area('AI and edition', {
   }),
 })
 
+/** A Laravel key list as laravelKeys reads it: each key `base64:` + 16 or 32 bytes, or raw text of that length. */
+const laravelKeyList: Parse<string> = (raw, problem) => {
+  for (const key of raw.split(',').filter((item) => item !== '')) {
+    try {
+      laravelKeyBytes(key)
+    } catch {
+      problem(
+        'each key must be `base64:` + 16 or 32 bytes (as Laravel writes APP_KEY), or 16 or 32 characters',
+      )
+      break
+    }
+  }
+  return raw
+}
+// An instant in ISO 8601: a date alone (its midnight UTC), or a date and time with its offset.
+const ISO_INSTANT =
+  '^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\\.[0-9]{1,3})?)?(Z|[+-][0-9]{2}:[0-9]{2}))?$'
+
+const laravel = area('Taking over a Laravel deployment', {
+  LARAVEL_APP_KEY: variable({
+    schema: Type.String(),
+    parse: laravelKeyList,
+    description:
+      "The Laravel original's `APP_KEY`, which opened its two-factor secrets and sessions: `import:laravel` reads it when `--app-key` is not given ([migrating from Laravel](migrating-from-laravel.md)).",
+  }),
+  LARAVEL_PREVIOUS_KEYS: variable({
+    schema: Type.String(),
+    parse: laravelKeyList,
+    description:
+      "The original's `APP_PREVIOUS_KEYS` (comma-separated), tried after `LARAVEL_APP_KEY`; `--previous-keys` wins over it.",
+  }),
+  LARAVEL_SESSION_COOKIE: text({
+    schema: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,128}$' }),
+    fallback: 'laravel_session',
+    description:
+      "The name of the original's session cookie, its `config('session.cookie')`: its `SESSION_COOKIE`, else `Str::slug(APP_NAME, '_').'_session'` (Laravel 11 and 12; `Str::snake` in 13).",
+  }),
+  LARAVEL_COOKIES_UNTIL: variable({
+    schema: Type.String({ pattern: ISO_INSTANT }),
+    parse: (raw, problem) => {
+      const ms = Date.parse(raw)
+      // Date.parse rolls a day past its month's end over (2026-02-30 is March 2): refused as well.
+      const [year, month, day] = raw.slice(0, 10).split('-').map(Number) as [number, number, number]
+      const real = new Date(Date.UTC(year, month - 1, day)).getUTCDate() === day
+      if (Number.isNaN(ms) || !real) problem('must be a date (2026-03-01) or a date and time with its offset')
+      return ms
+    },
+    description:
+      "Until when the original's cookies are taken (an ISO date, `2026-03-01`, its midnight UTC, or `2026-03-01T06:00:00Z`): its session cookie continues an imported session, its `remember_web_*` cookie signs its user in, and its `X-XSRF-TOKEN` passes the CSRF check (see [accounts.md](accounts.md#signed-in-browsers-of-the-laravel-original)). Needs `LARAVEL_APP_KEY`. Unset or past: those cookies are ignored, unopened.",
+  }),
+})
+
 /** Every variable the loader reads, by name, in the order of the reference table. */
 export const VARIABLES = Object.freeze({
   ...server,
@@ -676,13 +670,13 @@ export const VARIABLES = Object.freeze({
   ...redis,
   ...storage,
   ...sessions,
-  ...laravel,
   ...mail,
   ...logging,
   ...upstream,
   ...credits,
   ...realtime,
   ...ai,
+  ...laravel,
 })
 
 /** Documented with the rest, read by Node itself. */

@@ -257,11 +257,12 @@ describe('loadConfig', () => {
     ])
   })
 
-  test("LARAVEL_*: the original's keys in Laravel's order, its session cookie, and a window that needs a key", () => {
+  test("LARAVEL_*: the original's keys as given, its session cookie, and a window that needs a key", () => {
     const laravelKey = 'base64:yv1CCn5s6GvEebVIW5r4y+P/19A7szb7AP2zWDGtQrY='
     const oldKey = 'base64:NrPahKKW02uBP0fHGYKX7g=='
     expect(loadConfig({ APP_KEY }, tempCwd()).laravel).toEqual({
-      keys: [],
+      appKey: undefined,
+      previousKeys: undefined,
       sessionCookie: 'laravel_session',
       cookiesUntilMs: undefined,
     })
@@ -273,7 +274,8 @@ describe('loadConfig', () => {
       LARAVEL_COOKIES_UNTIL: '2026-03-01',
     }
     expect(loadConfig(env, tempCwd()).laravel).toEqual({
-      keys: [laravelKey, oldKey, '0123456789abcdef0123456789abcdef'],
+      appKey: laravelKey,
+      previousKeys: env.LARAVEL_PREVIOUS_KEYS,
       sessionCookie: 'my_app_session',
       cookiesUntilMs: Date.UTC(2026, 2, 1),
     })
@@ -282,6 +284,9 @@ describe('loadConfig', () => {
     ).toMatchObject({ cookiesUntilMs: Date.UTC(2026, 2, 1, 5, 30) })
     expect(configError({ APP_KEY, LARAVEL_COOKIES_UNTIL: '2026-03-01' }).problems).toEqual([
       "LARAVEL_COOKIES_UNTIL: needs LARAVEL_APP_KEY, the key that opens the original's cookies",
+    ])
+    expect(configError({ ...env, LARAVEL_COOKIES_UNTIL: '2026-02-30' }).problems).toEqual([
+      'LARAVEL_COOKIES_UNTIL: must be a date (2026-03-01) or a date and time with its offset',
     ])
     const bad = configError({
       APP_KEY,
@@ -296,10 +301,7 @@ describe('loadConfig', () => {
       'LARAVEL_PREVIOUS_KEYS',
       'LARAVEL_SESSION_COOKIE',
     ])
-    expect(configError({ ...env, LARAVEL_COOKIES_UNTIL: '2026-02-30' }).problems).toEqual([
-      'LARAVEL_COOKIES_UNTIL: must be a date (2026-03-01) or a date and time with its offset',
-    ])
-    // Problems name a key by its place, never by its value (a secret).
+    // Problems never quote a key: it is a secret.
     expect(bad.message).not.toContain('c2hvcnQ')
     expect(bad.message).not.toContain('not a key of 16 or 32')
   })

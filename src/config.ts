@@ -80,16 +80,6 @@ export interface Config {
     readonly rememberLifetimeMinutes: number
   }
   /**
-   * The Laravel original this service took over: its keys (LARAVEL_APP_KEY, then LARAVEL_PREVIOUS_KEYS,
-   * in the order Laravel tries them; empty when unset), its session cookie's name, and until when
-   * (ms since the epoch) the cookies its browsers still carry are taken; undefined: never.
-   */
-  readonly laravel: {
-    readonly keys: readonly string[]
-    readonly sessionCookie: string
-    readonly cookiesUntilMs: number | undefined
-  }
-  /**
    * The load balancers whose X-Forwarded-For (and -Proto, -Host) is believed: addresses, CIDR ranges,
    * or proxy-addr's `loopback`, `linklocal`, `uniquelocal`. Empty: the peer address is the client.
    */
@@ -125,6 +115,17 @@ export interface Config {
     readonly holdDefault: string
     /** HOLD_TTL_HOURS: how long a hold may stay held before the sweep releases it; 0: never. */
     readonly holdTtlHours: number
+  }
+  /**
+   * The Laravel original's keys (LARAVEL_APP_KEY, LARAVEL_PREVIOUS_KEYS), for `import:laravel` and its
+   * browsers' cookies; its session cookie's name; until when (ms since the epoch) the cookies its
+   * browsers still carry are taken (LARAVEL_COOKIES_UNTIL; undefined: never).
+   */
+  readonly laravel: {
+    readonly appKey: string | undefined
+    readonly previousKeys: string | undefined
+    readonly sessionCookie: string
+    readonly cookiesUntilMs: number | undefined
   }
   /** How long a password confirmation (POST /api/user/confirm-password) lets sensitive actions through. */
   readonly passwordTimeoutSeconds: number
@@ -278,11 +279,6 @@ export function parseConfig(
       rememberLifetimeMinutes: s.REMEMBER_LIFETIME,
     }),
     trustedProxies: Object.freeze(s.TRUSTED_PROXIES),
-    laravel: Object.freeze({
-      keys: Object.freeze(s.LARAVEL_APP_KEY ? [s.LARAVEL_APP_KEY, ...s.LARAVEL_PREVIOUS_KEYS] : []),
-      sessionCookie: s.LARAVEL_SESSION_COOKIE,
-      cookiesUntilMs: s.LARAVEL_COOKIES_UNTIL,
-    }),
     mail: Object.freeze({ url: s.MAIL_URL, from: s.MAIL_FROM }),
     outboxRetentionDays: s.OUTBOX_RETENTION_DAYS,
     logLevel: s.LOG_LEVEL ?? (nodeEnv === 'test' ? 'silent' : 'info'),
@@ -306,6 +302,12 @@ export function parseConfig(
       maxBytes: s.CACHE_MAX_MB * 1024 * 1024,
     }),
     credits: Object.freeze({ holdDefault: s.HOLD_DEFAULT_CREDITS, holdTtlHours: s.HOLD_TTL_HOURS }),
+    laravel: Object.freeze({
+      appKey: s.LARAVEL_APP_KEY,
+      previousKeys: s.LARAVEL_PREVIOUS_KEYS,
+      sessionCookie: s.LARAVEL_SESSION_COOKIE,
+      cookiesUntilMs: s.LARAVEL_COOKIES_UNTIL,
+    }),
     passwordTimeoutSeconds: s.PASSWORD_TIMEOUT,
     stripe: Object.freeze({
       secretKey: s.STRIPE_SECRET_KEY,
@@ -391,13 +393,10 @@ function checkSettings(s: Settings, problems: string[]): void {
 // The cookies this service sets itself (plugins/session.ts, the auth module's device cookie).
 const OWN_COOKIES = new Set(['app_session', 'app_remember', 'app_device', 'XSRF-TOKEN'])
 
-/** The Laravel original's keys and cookie: what opens its cookies, and a name that is not one of ours. */
+/** The Laravel original's cookies: a window needs the key that opens them, and a name not one of ours. */
 function checkLaravel(s: Settings, problems: string[]): void {
   if (!s.LARAVEL_APP_KEY && s.LARAVEL_COOKIES_UNTIL !== undefined) {
     problems.push("LARAVEL_COOKIES_UNTIL: needs LARAVEL_APP_KEY, the key that opens the original's cookies")
-  }
-  if (!s.LARAVEL_APP_KEY && s.LARAVEL_PREVIOUS_KEYS.length > 0) {
-    problems.push('LARAVEL_PREVIOUS_KEYS: needs LARAVEL_APP_KEY (the current key, tried first)')
   }
   if (OWN_COOKIES.has(s.LARAVEL_SESSION_COOKIE)) {
     problems.push(`LARAVEL_SESSION_COOKIE: ${s.LARAVEL_SESSION_COOKIE} is a cookie of this service's own`)

@@ -19,7 +19,7 @@ import { rememberCookieName } from '../../lib/laravel-compat/session-guard.ts'
 import { hashSessionToken, randomSessionToken } from '../../lib/sessions/session-store.ts'
 import { createSessionsRepository } from '../../lib/sessions/sessions.repository.ts'
 import { createUsersService } from '../users/users.service.ts'
-import { createLaravelImportedUsersRepository } from './laravel-imported-users.repository.ts'
+import { createImportedUsersRepository } from './imported-users.repository.ts'
 import { legacySessionToken } from './legacy-session-token.ts'
 
 // A browser of the Laravel original, after `import:laravel --sessions`: the rows the import writes
@@ -77,12 +77,14 @@ async function importUser(
     passwordHash: fixtures.passwordHash,
     verified: true,
   })
-  await createLaravelImportedUsersRepository({ db }).insert({
-    oldId,
-    userId: user.id,
-    rememberTokenDigest: sha256(rememberToken),
-    legacyPasswordHash: fixtures.passwordHash,
-  })
+  await createImportedUsersRepository({ db }).insert([
+    {
+      oldId,
+      userId: user.id,
+      rememberTokenDigest: sha256(rememberToken),
+      legacyPasswordHash: fixtures.passwordHash,
+    },
+  ])
   return { userId: user.id, email: user.email, oldId, rememberToken }
 }
 
@@ -387,7 +389,7 @@ describe("the original's remember cookie", () => {
     expect(edit.status).toBe(200)
     expect((await rememberedBrowser(t, byAdmin).get('/api/user')).status).toBe(401)
 
-    const repo = createLaravelImportedUsersRepository({ db: t.database.db })
+    const repo = createImportedUsersRepository({ db: t.database.db })
     for (const { oldId } of [changed, reset, byAdmin]) {
       expect((await repo.findWithUser(oldId))?.imported).toMatchObject({
         rememberTokenDigest: null,

@@ -7,7 +7,7 @@ import type { Clock } from '../../lib/clock.ts'
 import { readLaravelCookie } from '../../lib/laravel-compat/cookies.ts'
 import { rememberCookieName } from '../../lib/laravel-compat/session-guard.ts'
 import type { Cookies, ForeignCookies, SessionAdoption } from '../../lib/sessions/foreign-cookies.ts'
-import { createLaravelImportedUsersRepository } from './laravel-imported-users.repository.ts'
+import { createImportedUsersRepository } from './imported-users.repository.ts'
 import { rememberedUser } from './legacy-remember.ts'
 import { legacySessionToken } from './legacy-session-token.ts'
 
@@ -35,11 +35,13 @@ export function createLegacyCookies({
   clock: Clock
   config: Pick<Config, 'appKey' | 'laravel' | 'session'>
 }): ForeignCookies | undefined {
-  const { keys, sessionCookie, cookiesUntilMs } = config.laravel
-  if (cookiesUntilMs === undefined || keys.length === 0) return undefined
+  const { appKey, previousKeys, sessionCookie, cookiesUntilMs } = config.laravel
+  if (cookiesUntilMs === undefined || !appKey) return undefined
+  // APP_KEY first, then the previous keys, as Laravel tries them (each checked by the config already).
+  const keys = `${appKey},${previousKeys ?? ''}`.split(',').filter((key) => key !== '')
   const until = cookiesUntilMs
   const rememberCookie = rememberCookieName()
-  const imported = createLaravelImportedUsersRepository({ db })
+  const imported = createImportedUsersRepository({ db })
 
   const open = () => clock.nowMs() < until
   const opened = (name: string, value: string | undefined): string | undefined =>

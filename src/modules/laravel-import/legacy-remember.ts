@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import type { Db } from '../../db/client.ts'
 import type { UserRow } from '../../db/schema/index.ts'
 import { parseRememberCookie, passwordHashMatches } from '../../lib/laravel-compat/session-guard.ts'
-import { createLaravelImportedUsersRepository } from './laravel-imported-users.repository.ts'
+import { createImportedUsersRepository } from './imported-users.repository.ts'
 
 // The original's users.id as its remember cookie names it: a positive whole number a JavaScript
 // number holds exactly (old_id is read as one).
@@ -30,7 +30,7 @@ export async function rememberedUser(
 ): Promise<UserRow | undefined> {
   const parts = parseRememberCookie(recaller)
   if (!parts || !OLD_ID.test(parts.id)) return undefined
-  const found = await createLaravelImportedUsersRepository({ db }).findWithUser(Number(parts.id))
+  const found = await createImportedUsersRepository({ db }).findWithUser(Number(parts.id))
   if (!found) return undefined
   const { rememberTokenDigest: digest, legacyPasswordHash: hash } = found.imported
   if (!digest || !hash || found.user.blockedAt) return undefined
@@ -44,4 +44,4 @@ export async function rememberedUser(
  * keeps the password.
  */
 export const forgetLegacyCredentials = (tx: Db, userId: number) =>
-  createLaravelImportedUsersRepository({ db: tx }).forgetCredentials(userId)
+  createImportedUsersRepository({ db: tx }).forgetCredentials(userId)

@@ -1,4 +1,4 @@
-import { and, eq, isNotNull } from 'drizzle-orm'
+import { and, eq, isNotNull, sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
 import {
   type LaravelImportedUserRow,
@@ -7,12 +7,29 @@ import {
   users,
 } from '../../db/schema/index.ts'
 
-export type NewLaravelImportedUser = typeof laravelImportedUsers.$inferInsert
+export interface ImportedUserLink {
+  oldId: number
+  userId: number
+  rememberTokenDigest: string | null
+  legacyPasswordHash: string | null
+}
 
-export function createLaravelImportedUsersRepository({ db }: { db: Db }) {
+/** laravel_imported_users: which user here each id of the Laravel original became. */
+export function createImportedUsersRepository({ db }: { db: Db }) {
   return {
-    async insert(row: NewLaravelImportedUser): Promise<void> {
-      await db.insert(laravelImportedUsers).values(row)
+    /** Records users as imported, in one statement whatever the batch's size. */
+    async insert(links: ImportedUserLink[]): Promise<void> {
+      if (links.length === 0) return
+      const rows = links.map((link) => ({
+        old_id: link.oldId,
+        user_id: link.userId,
+        remember_token_digest: link.rememberTokenDigest,
+        legacy_password_hash: link.legacyPasswordHash,
+      }))
+      const columns = sql.raw('old_id, user_id, remember_token_digest, legacy_password_hash')
+      await db.execute(
+        sql`insert into ${laravelImportedUsers} (${columns}) select ${columns} from json_populate_recordset(null::laravel_imported_users, ${JSON.stringify(rows)}::json)`,
+      )
     },
 
     /** The user imported with the original's id `oldId`, and their user row, in one query. */
