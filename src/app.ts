@@ -18,6 +18,7 @@ import creditsRoutes from './modules/credits/credits.routes.ts'
 import emailVerificationRoutes from './modules/email-verification/email-verification.routes.ts'
 import healthRoutes from './modules/health/health.routes.ts'
 import knowledgeBaseRoutes from './modules/knowledge-base/knowledge-base.routes.ts'
+import { createLegacyCookies } from './modules/laravel-import/legacy-cookies.ts'
 import metricsRoutes from './modules/metrics/metrics.routes.ts'
 import passwordConfirmationRoutes from './modules/password-confirmation/password-confirmation.routes.ts'
 import passwordResetRoutes from './modules/password-reset/password-reset.routes.ts'
@@ -167,8 +168,10 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   await app.register(rateLimitPlugin)
   await app.register(cachePlugin, { config })
   await app.register(upstreamPlugin, { config })
-  await app.register(sessionPlugin, { config })
-  await app.register(guardsPlugin, { appKey: config.appKey })
+  // The Laravel original's cookies during its cutover window (LARAVEL_COOKIES_UNTIL); none when unset.
+  const legacyCookies = createLegacyCookies({ db: app.db, clock: app.clock, config })
+  await app.register(sessionPlugin, { config, foreignCookies: legacyCookies })
+  await app.register(guardsPlugin, { appKey: config.appKey, foreignCsrfToken: legacyCookies?.csrfToken })
   await app.register(accessLogPlugin, { logger: loggers.access })
   await app.register(warmReadsPlugin, { config })
   await app.register(passwordConfirmationPlugin, { config })

@@ -625,6 +625,9 @@ const laravelKeyList: Parse<string> = (raw, problem) => {
   }
   return raw
 }
+// An instant in ISO 8601: a date alone (its midnight UTC), or a date and time with its offset.
+const ISO_INSTANT =
+  '^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\\.[0-9]{1,3})?)?(Z|[+-][0-9]{2}:[0-9]{2}))?$'
 
 const laravel = area('Taking over a Laravel deployment', {
   LARAVEL_APP_KEY: variable({
@@ -638,6 +641,25 @@ const laravel = area('Taking over a Laravel deployment', {
     parse: laravelKeyList,
     description:
       "The original's `APP_PREVIOUS_KEYS` (comma-separated), tried after `LARAVEL_APP_KEY`; `--previous-keys` wins over it.",
+  }),
+  LARAVEL_SESSION_COOKIE: text({
+    schema: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,128}$' }),
+    fallback: 'laravel_session',
+    description:
+      "The name of the original's session cookie, its `config('session.cookie')`: its `SESSION_COOKIE`, else `Str::slug(APP_NAME, '_').'_session'` (Laravel 11 and 12; `Str::snake` in 13).",
+  }),
+  LARAVEL_COOKIES_UNTIL: variable({
+    schema: Type.String({ pattern: ISO_INSTANT }),
+    parse: (raw, problem) => {
+      const ms = Date.parse(raw)
+      // Date.parse rolls a day past its month's end over (2026-02-30 is March 2): refused as well.
+      const [year, month, day] = raw.slice(0, 10).split('-').map(Number) as [number, number, number]
+      const real = new Date(Date.UTC(year, month - 1, day)).getUTCDate() === day
+      if (Number.isNaN(ms) || !real) problem('must be a date (2026-03-01) or a date and time with its offset')
+      return ms
+    },
+    description:
+      "Until when the original's cookies are taken (an ISO date, `2026-03-01`, its midnight UTC, or `2026-03-01T06:00:00Z`): its session cookie continues an imported session, its `remember_web_*` cookie signs its user in, and its `X-XSRF-TOKEN` passes the CSRF check (see [accounts.md](accounts.md#signed-in-browsers-of-the-laravel-original)). Needs `LARAVEL_APP_KEY`. Unset or past: those cookies are ignored, unopened.",
   }),
 })
 

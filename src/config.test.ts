@@ -257,6 +257,55 @@ describe('loadConfig', () => {
     ])
   })
 
+  test("LARAVEL_*: the original's keys as given, its session cookie, and a window that needs a key", () => {
+    const laravelKey = 'base64:yv1CCn5s6GvEebVIW5r4y+P/19A7szb7AP2zWDGtQrY='
+    const oldKey = 'base64:NrPahKKW02uBP0fHGYKX7g=='
+    expect(loadConfig({ APP_KEY }, tempCwd()).laravel).toEqual({
+      appKey: undefined,
+      previousKeys: undefined,
+      sessionCookie: 'laravel_session',
+      cookiesUntilMs: undefined,
+    })
+    const env = {
+      APP_KEY,
+      LARAVEL_APP_KEY: laravelKey,
+      LARAVEL_PREVIOUS_KEYS: `${oldKey},,0123456789abcdef0123456789abcdef`,
+      LARAVEL_SESSION_COOKIE: 'my_app_session',
+      LARAVEL_COOKIES_UNTIL: '2026-03-01',
+    }
+    expect(loadConfig(env, tempCwd()).laravel).toEqual({
+      appKey: laravelKey,
+      previousKeys: env.LARAVEL_PREVIOUS_KEYS,
+      sessionCookie: 'my_app_session',
+      cookiesUntilMs: Date.UTC(2026, 2, 1),
+    })
+    expect(
+      loadConfig({ ...env, LARAVEL_COOKIES_UNTIL: '2026-03-01T06:30:00+01:00' }, tempCwd()).laravel,
+    ).toMatchObject({ cookiesUntilMs: Date.UTC(2026, 2, 1, 5, 30) })
+    expect(configError({ APP_KEY, LARAVEL_COOKIES_UNTIL: '2026-03-01' }).problems).toEqual([
+      "LARAVEL_COOKIES_UNTIL: needs LARAVEL_APP_KEY, the key that opens the original's cookies",
+    ])
+    expect(configError({ ...env, LARAVEL_COOKIES_UNTIL: '2026-02-30' }).problems).toEqual([
+      'LARAVEL_COOKIES_UNTIL: must be a date (2026-03-01) or a date and time with its offset',
+    ])
+    const bad = configError({
+      APP_KEY,
+      LARAVEL_APP_KEY: 'base64:c2hvcnQ=-too-short',
+      LARAVEL_PREVIOUS_KEYS: `${oldKey},not a key of 16 or 32`,
+      LARAVEL_SESSION_COOKIE: 'app_session',
+      LARAVEL_COOKIES_UNTIL: '2026-13-01',
+    })
+    expect(bad.problems.map((p) => p.split(':')[0]).sort()).toEqual([
+      'LARAVEL_APP_KEY',
+      'LARAVEL_COOKIES_UNTIL',
+      'LARAVEL_PREVIOUS_KEYS',
+      'LARAVEL_SESSION_COOKIE',
+    ])
+    // Problems never quote a key: it is a secret.
+    expect(bad.message).not.toContain('c2hvcnQ')
+    expect(bad.message).not.toContain('not a key of 16 or 32')
+  })
+
   test('generateAppKey gives 32 random bytes in the form APP_KEY accepts', () => {
     const key = generateAppKey()
     expect(key).toMatch(KEY_SHAPE)

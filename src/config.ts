@@ -116,10 +116,16 @@ export interface Config {
     /** HOLD_TTL_HOURS: how long a hold may stay held before the sweep releases it; 0: never. */
     readonly holdTtlHours: number
   }
-  /** The Laravel original's keys (LARAVEL_APP_KEY, LARAVEL_PREVIOUS_KEYS), for `import:laravel`. */
+  /**
+   * The Laravel original's keys (LARAVEL_APP_KEY, LARAVEL_PREVIOUS_KEYS), for `import:laravel` and its
+   * browsers' cookies; its session cookie's name; until when (ms since the epoch) the cookies its
+   * browsers still carry are taken (LARAVEL_COOKIES_UNTIL; undefined: never).
+   */
   readonly laravel: {
     readonly appKey: string | undefined
     readonly previousKeys: string | undefined
+    readonly sessionCookie: string
+    readonly cookiesUntilMs: number | undefined
   }
   /** How long a password confirmation (POST /api/user/confirm-password) lets sensitive actions through. */
   readonly passwordTimeoutSeconds: number
@@ -296,7 +302,12 @@ export function parseConfig(
       maxBytes: s.CACHE_MAX_MB * 1024 * 1024,
     }),
     credits: Object.freeze({ holdDefault: s.HOLD_DEFAULT_CREDITS, holdTtlHours: s.HOLD_TTL_HOURS }),
-    laravel: Object.freeze({ appKey: s.LARAVEL_APP_KEY, previousKeys: s.LARAVEL_PREVIOUS_KEYS }),
+    laravel: Object.freeze({
+      appKey: s.LARAVEL_APP_KEY,
+      previousKeys: s.LARAVEL_PREVIOUS_KEYS,
+      sessionCookie: s.LARAVEL_SESSION_COOKIE,
+      cookiesUntilMs: s.LARAVEL_COOKIES_UNTIL,
+    }),
     passwordTimeoutSeconds: s.PASSWORD_TIMEOUT,
     stripe: Object.freeze({
       secretKey: s.STRIPE_SECRET_KEY,
@@ -369,12 +380,26 @@ function checkSettings(s: Settings, problems: string[]): void {
     )
   }
   checkStorage(s, problems)
+  checkLaravel(s, problems)
   const appUrl = appUrlOf(s)
   const sessionDomainMalformed = problems.some((problem) => problem.startsWith('SESSION_DOMAIN:'))
   if (s.SESSION_DOMAIN !== undefined && !sessionDomainMalformed && !hostBelongsTo(appUrl, s.SESSION_DOMAIN)) {
     problems.push(
       `SESSION_DOMAIN: APP_URL's host is not ${s.SESSION_DOMAIN} or under it: the browser would refuse the cookies`,
     )
+  }
+}
+
+// The cookies this service sets itself (plugins/session.ts, the auth module's device cookie).
+const OWN_COOKIES = new Set(['app_session', 'app_remember', 'app_device', 'XSRF-TOKEN'])
+
+/** The Laravel original's cookies: a window needs the key that opens them, and a name not one of ours. */
+function checkLaravel(s: Settings, problems: string[]): void {
+  if (!s.LARAVEL_APP_KEY && s.LARAVEL_COOKIES_UNTIL !== undefined) {
+    problems.push("LARAVEL_COOKIES_UNTIL: needs LARAVEL_APP_KEY, the key that opens the original's cookies")
+  }
+  if (OWN_COOKIES.has(s.LARAVEL_SESSION_COOKIE)) {
+    problems.push(`LARAVEL_SESSION_COOKIE: ${s.LARAVEL_SESSION_COOKIE} is a cookie of this service's own`)
   }
 }
 

@@ -7,6 +7,7 @@ import { createLedgerService } from './modules/credits/ledger.service.ts'
 import { createKnowledgeBaseService } from './modules/knowledge-base/knowledge-base.service.ts'
 import { createCreditsImportService } from './modules/laravel-import/credits-import.service.ts'
 import { createLaravelImportService } from './modules/laravel-import/laravel-import.service.ts'
+import { forgetLegacyCredentials } from './modules/laravel-import/legacy-remember.ts'
 import { createTwoFactorService } from './modules/two-factor/two-factor.service.ts'
 import { createUsersService } from './modules/users/users.service.ts'
 import type { ServiceEvents } from './plugins/events.ts'
@@ -26,7 +27,8 @@ export interface CoreInfrastructure {
  * `tx` argument.
  */
 export function buildCoreServices({ config, db, clock, events }: CoreInfrastructure) {
-  const users = createUsersService({ db, clock, events })
+  // A password change ends what the Laravel original's remember cookies let in, in its transaction.
+  const users = createUsersService({ db, clock, events, passwordReplaced: forgetLegacyCredentials })
   const twoFactor = createTwoFactorService({ users, clock, appKey: config.appKey })
   const ledger = createLedgerService({ db, clock, queueWaitMs: config.databaseTimeouts.lockMs })
   const holds = createHoldsService({

@@ -69,13 +69,20 @@ export function signedInUser(request: FastifyRequest): UserRow {
 
 const MUTATIONS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
+/** Opens an X-XSRF-TOKEN value this service did not seal (the replaced system's, during its cutover). */
+type ForeignCsrfToken = (header: string) => string | undefined
+
 /**
  * The CSRF token a mutation presents, as Laravel's VerifyCsrfToken reads it: a `_token` field or
  * X-CSRF-TOKEN carry the raw session token (which this API never puts in a cookie); only when
  * neither is sent, X-XSRF-TOKEN carries the XSRF-TOKEN cookie's sealed value (URL-decoded), opened
- * with APP_KEY. So the cookie's value posted as a form field is no token at all.
+ * with APP_KEY, else by `foreign`. So the cookie's value posted as a form field is no token at all.
  */
-function presentedCsrfToken(request: FastifyRequest, appKey: string): string | undefined {
+function presentedCsrfToken(
+  request: FastifyRequest,
+  appKey: string,
+  foreign: ForeignCsrfToken | undefined,
+): string | undefined {
   const body = request.body as { _token?: unknown } | undefined
   if (body && typeof body === 'object' && typeof body._token === 'string') return body._token
   const header = request.headers['x-csrf-token']
@@ -88,7 +95,7 @@ function presentedCsrfToken(request: FastifyRequest, appKey: string): string | u
   } catch {
     return undefined
   }
-  return unsealXsrfToken(sealed, appKey)
+  return unsealXsrfToken(sealed, appKey) ?? foreign?.(sealed)
 }
 
 // Hashing first gives equal lengths, so the comparison takes the same time whatever was sent.
@@ -100,7 +107,10 @@ export const sameToken = (a: string, b: string) => timingSafeEqual(digest(a), di
  * Route options become checks, in Laravel's middleware order: CSRF, then who the caller is, then the
  * throttle. They run before schema validation, so a guest sending garbage gets 419/401, not 422.
  */
-async function guardsPlugin(app: FastifyInstance, { appKey }: { appKey: string }) {
+async function guardsPlugin(
+  app: FastifyInstance,
+  { appKey, foreignCsrfToken }: { appKey: string; foreignCsrfToken?: ForeignCsrfToken | undefined },
+) {
   const routeTable: RouteTableEntry[] = []
   app.decorate('routeTable', routeTable as readonly RouteTableEntry[])
 
@@ -128,7 +138,7 @@ async function guardsPlugin(app: FastifyInstance, { appKey }: { appKey: string }
     if (noStore) reply.header('cache-control', 'no-store')
     if (MUTATIONS.has(request.method) && csrf !== false) {
       const expected = request.session?.row.payload.csrfToken
-      const presented = presentedCsrfToken(request, appKey)
+      const presented = presentedCsrfToken(request, appKey, foreignCsrfToken)
       if (!expected || !presented || !sameToken(expected, presented)) throw csrfMismatch()
     }
     const refusal = auth && authRefusal(auth, request.user)

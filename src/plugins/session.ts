@@ -9,6 +9,7 @@ import { createPeriodicTask } from '../lib/periodic.ts'
 import { redisAvailability } from '../lib/redis/health.ts'
 import { type CachedSession, createSessionCache } from '../lib/session-cache.ts'
 import { createSessionFanOut } from '../lib/session-fan-out.ts'
+import type { Cookies, ForeignCookies, SessionAdoption } from '../lib/sessions/foreign-cookies.ts'
 import { createRememberTokenStore, type RememberTokenStore } from '../lib/sessions/remember-token-store.ts'
 import {
   type ActiveSession,
@@ -109,7 +110,17 @@ declare module 'fastify' {
   }
 }
 
-async function sessionPlugin(app: FastifyInstance, { config }: { config: Config }) {
+async function sessionPlugin(
+  app: FastifyInstance,
+  {
+    config,
+    foreignCookies,
+  }: {
+    config: Config
+    /** The replaced system's cookies, read for a request none of this service's own let in (cutover). */
+    foreignCookies?: ForeignCookies | undefined
+  },
+) {
   const sessions = createSessionStore({
     db: app.db,
     clock: app.clock,
@@ -200,6 +211,7 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
   const endAllOf = async (userId: number, kept?: SessionRef) => {
     await sessions.destroyForUser(userId, kept)
     await remember.forgetAllOf(userId, kept?.rememberTokenId)
+    if (foreignCookies) await foreignCookies.forgetUser(userId)
     await forgetUser(userId)
   }
   const endSessionsBut = async (userId: number, kept?: SessionRef) => {
@@ -277,6 +289,8 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
       request.user = user
     },
     async signOut(request) {
+      const userId = request.session?.row.userId
+      if (userId && foreignCookies) await foreignCookies.forgetUser(userId)
       await endAndForgetDevice(request)
       request.session = await sessions.open({ userId: null, ...clientInfo(request) })
       request.user = null
@@ -405,9 +419,32 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
     return lookUp(request, token, id, entry)
   }
 
+  /** What the foreign cookies' reader may do to this request (ForeignCookies.restore). */
+  const adoptionFor = (request: FastifyRequest): SessionAdoption => ({
+    async adopt(sessionToken, rememberToken) {
+      // A session not found clears no cookie: the request never carried this token.
+      const stale = request.sessionCookieStale
+      await resolve(request, sessionToken)
+      request.sessionCookieStale = stale
+      if (!request.session) return false
+      if (rememberToken !== undefined) request.rememberCookie = rememberCookie(rememberToken)
+      return true
+    },
+    async startRemembered(user) {
+      const client = clientInfo(request)
+      const device = await remember.issue({ userId: user.id, ...client })
+      const session = await sessions.open({ userId: user.id, ...client, rememberTokenId: device.row.id })
+      return { sessionToken: session.token, rememberToken: device.token }
+    },
+  })
+  const restoreForeign = async (request: FastifyRequest, reply: FastifyReply, cookies: Cookies) => {
+    const lines = await foreignCookies?.restore(cookies, adoptionFor(request))
+    if (lines && lines.length > 0) reply.header('set-cookie', lines)
+  }
+
   // A session in memory and live resolves without a promise; anything else goes through `lookUp`.
-  // Without a live session, a remember cookie starts one.
-  app.addHook('onRequest', (request, _reply, done) => {
+  // Without a live session, a remember cookie starts one, else the replaced system's cookies may.
+  app.addHook('onRequest', (request, reply, done) => {
     if (request.method === 'OPTIONS' || !request.headers.cookie) return done()
     const cookies = parseCookie(request.headers.cookie)
     const token = cookies[SESSION_COOKIE]
@@ -416,13 +453,17 @@ async function sessionPlugin(app: FastifyInstance, { config }: { config: Config 
       request.sessionCookieStale = true
     }
     const resolving = token && !request.sessionCookieStale ? resolve(request, token) : undefined
-    if (rememberToken === undefined) {
+    const foreign = foreignCookies?.carries(cookies) === true
+    if (rememberToken === undefined && !foreign) {
       if (resolving) resolving.then(() => done(), done)
       else done()
       return
     }
     Promise.resolve(resolving)
-      .then(() => (request.session ? undefined : restore(request, rememberToken)))
+      .then(() =>
+        request.session || rememberToken === undefined ? undefined : restore(request, rememberToken),
+      )
+      .then(() => (request.session || !foreign ? undefined : restoreForeign(request, reply, cookies)))
       .then(() => done(), done)
   })
 

@@ -56,6 +56,12 @@ export interface UsersDeps {
   db: Db
   clock: Clock
   events: EventBus<ServiceEvents>
+  /**
+   * In a password change's transaction, before the new hash is written: what another domain let in
+   * on the old password forgets it (the Laravel original's remember cookies). Not for the rehash of
+   * the same password at sign-in.
+   */
+  passwordReplaced?: (tx: Db, userId: number) => Promise<void>
 }
 
 /** The users service; `within(tx)` is the same service inside the caller's transaction. */
@@ -63,8 +69,14 @@ export function createUsersService(deps: UsersDeps) {
   return { ...usersOver(deps), within: (tx: Db) => usersOver({ ...deps, db: tx }) }
 }
 
-function usersOver({ db, clock, events }: UsersDeps) {
+function usersOver({ db, clock, events, passwordReplaced }: UsersDeps) {
   const repo = createUsersRepository({ db, events })
+  // A new password, whoever sets it. Forgetting first: outside a transaction, a failure between the
+  // two writes leaves the old password with nothing trusting it, never the new one beside a stale trust.
+  const replacePassword = async (userId: number, hash: string) => {
+    await passwordReplaced?.(db, userId)
+    return repo.updatePasswordHash(userId, hash, clock.now())
+  }
   return {
     findById: (id: number) => repo.findById(id),
     findByEmail: (email: string) => repo.findByEmail(email.trim()),
@@ -94,14 +106,14 @@ function usersOver({ db, clock, events }: UsersDeps) {
 
     /** Replaces the password with an argon2id hash of `plain` (password reset, password update). */
     async setPassword(user: UserRow, plain: string): Promise<void> {
-      await repo.updatePasswordHash(user.id, await hashPassword(plain), clock.now())
+      await replacePassword(user.id, await hashPassword(plain))
     },
 
     /**
      * Stores a hash made beforehand with `hashPassword`, so a transaction around this write need not
      * stay open while the hash is computed. Answers the updated user (undefined when gone).
      */
-    setPasswordHash: (user: UserRow, hash: string) => repo.updatePasswordHash(user.id, hash, clock.now()),
+    setPasswordHash: (user: UserRow, hash: string) => replacePassword(user.id, hash),
 
     /**
      * Fortify's UpdateUserProfileInformation: a changed email (any case) is unverified again; one
@@ -248,7 +260,8 @@ function usersOver({ db, clock, events }: UsersDeps) {
      * The user whose email and password these are, or undefined. Every attempt does the same queries
      * and the same hashing work (see verifyLoginPassword), so an unknown email, an argon2id account
      * and one imported with a bcrypt hash answer a wrong password in the same time. A bcrypt hash is
-     * replaced by argon2id on success (the user answered carries the new hash).
+     * replaced by argon2id on success (the user answered carries the new hash): the same password,
+     * so not a password change (`passwordReplaced` is not called).
      */
     async verifyCredentials(email: string, password: string): Promise<UserRow | undefined> {
       const user = await repo.findByEmail(email.trim())
