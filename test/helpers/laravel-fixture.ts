@@ -35,6 +35,13 @@ const recoveryCode = () => `${randomText(10)}-${randomText(10)}`
 /** Laravel's `$2y$` bcrypt (cost 4: the tests sign in often). */
 const bcrypt = (password: string) => hashSync(password, { cost: 4 }).replace(/^\$2b\$/, '$2y$')
 
+/** The original's APP_KEY, one of its APP_PREVIOUS_KEYS, and a key that opens nothing; new each time. */
+export const newFixtureKeys = (): LaravelFixture['keys'] => ({
+  current: newLaravelKey(),
+  previous: newLaravelKey(),
+  stranger: newLaravelKey(),
+})
+
 export interface FixtureUser {
   id: number
   name: string
@@ -81,8 +88,8 @@ export async function seedLaravelOriginal(
   original: LaravelOriginal,
   photosDir: string,
   now: number,
+  keys: LaravelFixture['keys'] = newFixtureKeys(),
 ): Promise<LaravelFixture> {
-  const keys = { current: newLaravelKey(), previous: newLaravelKey(), stranger: newLaravelKey() }
   const secret = () => new Secret({ size: 10 }).base32
   const codes = () => Array.from({ length: 8 }, recoveryCode)
   const dialect: LaravelDialect = original.dialect

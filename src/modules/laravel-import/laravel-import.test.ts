@@ -8,13 +8,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { TEST_APP_KEY } from '../../../test/helpers/build-test-app.ts'
 import { TestClient } from '../../../test/helpers/client.ts'
 import { createUser } from '../../../test/helpers/factories.ts'
-import { type LaravelFixture, PNG, seedLaravelOriginal } from '../../../test/helpers/laravel-fixture.ts'
+import {
+  type LaravelFixture,
+  newFixtureKeys,
+  PNG,
+  seedLaravelOriginal,
+} from '../../../test/helpers/laravel-fixture.ts'
 import { createLaravelOriginal, type LaravelOriginal } from '../../../test/helpers/laravel-original.ts'
 import type { LaravelDialect } from '../../../test/helpers/laravel-schema.ts'
 import { appUnderTest } from '../../../test/helpers/under-test.ts'
 import { laravelImportedUsers, sessions, users } from '../../db/schema/index.ts'
 import { unixSeconds } from '../../lib/clock.ts'
+import { encryptLaravelCookie } from '../../lib/laravel-compat/cookies.ts'
 import { laravelKeys } from '../../lib/laravel-compat/keys.ts'
+import { rememberCookieName } from '../../lib/laravel-compat/session-guard.ts'
 import { hashSessionToken } from '../../lib/sessions/session-store.ts'
 import type { ImportNote, ImportSummary } from './import-summary.ts'
 import { legacySessionToken } from './legacy-session-token.ts'
@@ -29,7 +36,16 @@ const DIALECTS: LaravelDialect[] = ['sqlite', 'postgres', 'mariadb']
 const APP_URL = 'https://api.trading.test'
 
 describe.each(DIALECTS)('import:laravel from %s', (dialect) => {
-  const t = appUnderTest(() => ({ env: { APP_URL } }))
+  // The original's keys are known to the app too, so its browsers' cookies are taken (the cutover window).
+  const keys = newFixtureKeys()
+  const t = appUnderTest(() => ({
+    env: {
+      APP_URL,
+      LARAVEL_APP_KEY: keys.current,
+      LARAVEL_PREVIOUS_KEYS: keys.previous,
+      LARAVEL_COOKIES_UNTIL: '2099-01-01',
+    },
+  }))
   let original: LaravelOriginal | undefined
   let fixture: LaravelFixture
   const photosDir = mkdtempSync(join(tmpdir(), 'laravel-public-'))
@@ -71,7 +87,7 @@ describe.each(DIALECTS)('import:laravel from %s', (dialect) => {
 
   beforeAll(async () => {
     original = await createLaravelOriginal(dialect)
-    fixture = await seedLaravelOriginal(original, photosDir, unixSeconds(t.clock))
+    fixture = await seedLaravelOriginal(original, photosDir, unixSeconds(t.clock), keys)
     await createUser(t.database.db, { email: fixture.takenEmail })
     snapshots.before = await snapshot()
     runs.dryRun = await runImport(true)
@@ -287,5 +303,33 @@ describe.each(DIALECTS)('import:laravel from %s', (dialect) => {
     const aliceClient = new TestClient(t.baseUrl)
     aliceClient.cookies.set('app_session', legacySessionToken(alice.id, TEST_APP_KEY))
     expect((await aliceClient.get('/api/user')).data.email).toBe('alice@example.com')
+  })
+  it("keeps the original's browsers signed in: its session cookie, XSRF-TOKEN and remember cookie", async () => {
+    const { bob } = fixture.sessions
+    const oldCookie = (name: string, value: string) =>
+      encodeURIComponent(encryptLaravelCookie(name, value, keys.current))
+    const browser = new TestClient(t.baseUrl)
+    browser.cookies.set('laravel_session', oldCookie('laravel_session', bob.id))
+    browser.cookies.set('XSRF-TOKEN', oldCookie('XSRF-TOKEN', bob.token))
+    // The SPA's first write after the switch still echoes the original's XSRF-TOKEN.
+    const write = await browser.post('/api/user/settings', { theme: 'dark' })
+    expect(write.status).toBe(200)
+    const me = await browser.get('/api/user')
+    expect(me.status).toBe(200)
+    expect(me.data.email).toBe(fixture.users.bob.email)
+    expect(browser.cookies.get('app_session')).toBe(legacySessionToken(bob.id, TEST_APP_KEY))
+
+    // Alice's remember-me cookie (`id|token|bcrypt hash`) signs her in with a remember cookie of ours.
+    const [link] = await t.database.db
+      .select()
+      .from(laravelImportedUsers)
+      .where(eq(laravelImportedUsers.oldId, fixture.users.alice.id))
+    const remembered = new TestClient(t.baseUrl)
+    const value = `${fixture.users.alice.id}|${fixture.users.alice.rememberToken}|${link?.legacyPasswordHash}`
+    remembered.cookies.set(rememberCookieName(), oldCookie(rememberCookieName(), value))
+    const alice = await remembered.get('/api/user')
+    expect(alice.status).toBe(200)
+    expect(alice.data.email).toBe('alice@example.com')
+    expect(remembered.cookies.has('app_remember')).toBe(true)
   })
 })
