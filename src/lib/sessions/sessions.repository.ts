@@ -21,6 +21,10 @@ const findWithUserStatement = (db: Db) =>
     .limit(1)
     .prepare('session_find_with_user')
 
+/** A session active since `live.lastActivity` and begun since `live.createdAt`. */
+const liveSince = (live: LiveSince) =>
+  and(gte(sessions.lastActivity, live.lastActivity), gte(sessions.createdAt, live.createdAt))
+
 export function createSessionsRepository({ db }: { db: Db }) {
   let findWithUser: ReturnType<typeof findWithUserStatement> | undefined
   return {
@@ -73,13 +77,7 @@ export function createSessionsRepository({ db }: { db: Db }) {
       return db
         .select()
         .from(sessions)
-        .where(
-          and(
-            eq(sessions.userId, userId),
-            gte(sessions.lastActivity, live.lastActivity),
-            gte(sessions.createdAt, live.createdAt),
-          ),
-        )
+        .where(and(eq(sessions.userId, userId), liveSince(live)))
         .orderBy(desc(sessions.lastActivity))
     },
 
@@ -89,13 +87,7 @@ export function createSessionsRepository({ db }: { db: Db }) {
       const rows = await db
         .select({ id: sessions.id })
         .from(sessions)
-        .where(
-          and(
-            inArray(sessions.id, ids),
-            gte(sessions.lastActivity, live.lastActivity),
-            gte(sessions.createdAt, live.createdAt),
-          ),
-        )
+        .where(and(inArray(sessions.id, ids), liveSince(live)))
       return rows.map((row) => row.id)
     },
 
